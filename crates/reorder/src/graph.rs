@@ -163,6 +163,18 @@ impl DependencyGraph {
         &self.predecessors[vertex * self.words..(vertex + 1) * self.words]
     }
 
+    /// All successor rows back to back (`words()` words per vertex).
+    #[inline]
+    pub fn successor_rows(&self) -> &[u64] {
+        &self.successors
+    }
+
+    /// All predecessor rows back to back (`words()` words per vertex).
+    #[inline]
+    pub fn predecessor_rows(&self) -> &[u64] {
+        &self.predecessors
+    }
+
     /// Every edge as `(from, to)`, in increasing order.
     pub fn edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         (0..self.len).flat_map(move |from| Ones::new(self.successors(from)).map(move |to| (from, to)))

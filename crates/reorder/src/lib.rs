@@ -43,7 +43,10 @@ mod scc;
 mod thread_assign;
 
 pub use error::ReorderError;
-pub use fvs::{Algorithm, FvsConfig, FvsOutcome, FvsSolver, SEARCH_NODE_BUDGET_DEFAULT, is_feedback_vertex_set};
+pub use fvs::{
+    Algorithm, FvsConfig, FvsOutcome, FvsSolver, HYBRID_SORT_EXACT_DEFAULT, SEARCH_NODE_BUDGET_DEFAULT,
+    is_feedback_vertex_set,
+};
 pub use graph::{DependencyGraph, Footprint, GraphBuilder, TxnFootprint};
 pub use order::SerialOrder;
 pub use plan::{Plan, Reorderer};

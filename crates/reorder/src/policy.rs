@@ -148,10 +148,7 @@ impl Score {
     /// Total order (higher first) for sorting candidates; ties broken by the caller.
     #[inline]
     pub fn cmp_desc(self, other: Score) -> std::cmp::Ordering {
-        other
-            .primary
-            .total_cmp(&self.primary)
-            .then_with(|| other.secondary.cmp(&self.secondary))
+        other.primary.total_cmp(&self.primary).then_with(|| other.secondary.cmp(&self.secondary))
     }
 }
 

@@ -130,14 +130,8 @@ impl Residual {
     fn debug_check(&self, graph: &DependencyGraph) {
         if cfg!(debug_assertions) {
             for v in Ones::new(&self.live) {
-                debug_assert_eq!(
-                    self.in_degree[v] as usize,
-                    bitset::count_and(graph.predecessors(v), &self.live)
-                );
-                debug_assert_eq!(
-                    self.out_degree[v] as usize,
-                    bitset::count_and(graph.successors(v), &self.live)
-                );
+                debug_assert_eq!(self.in_degree[v] as usize, bitset::count_and(graph.predecessors(v), &self.live));
+                debug_assert_eq!(self.out_degree[v] as usize, bitset::count_and(graph.successors(v), &self.live));
             }
         }
     }

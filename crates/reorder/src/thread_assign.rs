@@ -194,7 +194,13 @@ mod tests {
             .collect();
         let mut out = Vec::new();
         ThreadAssigner::new().assign_evenly(&batch, 2, &mut out).unwrap();
-        let mut threads: Vec<Vec<usize>> = out.into_iter().map(|mut t| { t.sort_unstable(); t }).collect();
+        let mut threads: Vec<Vec<usize>> = out
+            .into_iter()
+            .map(|mut t| {
+                t.sort_unstable();
+                t
+            })
+            .collect();
         threads.sort();
         assert_eq!(threads, vec![vec![0, 2, 4], vec![1, 3, 5]]);
     }

@@ -5,18 +5,44 @@ use ordo_reorder::{Algorithm, DependencyGraph, FvsConfig, FvsOutcome, FvsSolver,
 /// Edges read off `paper-data/figures/example_graph_fig3a.png`.
 fn figure_3a() -> DependencyGraph {
     let edges = [
-        (8, 11), (8, 1), (1, 8), (8, 9), (9, 8), (8, 0), (8, 2), (8, 5), (8, 12), (8, 10), (8, 6), (8, 7), (8, 3),
-        (11, 2), (11, 6), (11, 5), (11, 7),
+        (8, 11),
+        (8, 1),
+        (1, 8),
+        (8, 9),
+        (9, 8),
+        (8, 0),
+        (8, 2),
+        (8, 5),
+        (8, 12),
+        (8, 10),
+        (8, 6),
+        (8, 7),
+        (8, 3),
+        (11, 2),
+        (11, 6),
+        (11, 5),
+        (11, 7),
         (1, 2),
         (9, 3),
-        (0, 2), (0, 3), (0, 4),
+        (0, 2),
+        (0, 3),
+        (0, 4),
         (12, 5),
         (10, 5),
-        (2, 6), (6, 2),
-        (6, 5), (5, 6), (6, 7), (6, 4),
-        (5, 2), (5, 7), (5, 3), (5, 4),
-        (7, 3), (7, 4),
-        (3, 4), (4, 3),
+        (2, 6),
+        (6, 2),
+        (6, 5),
+        (5, 6),
+        (6, 7),
+        (6, 4),
+        (5, 2),
+        (5, 7),
+        (5, 3),
+        (5, 4),
+        (7, 3),
+        (7, 4),
+        (3, 4),
+        (4, 3),
     ];
     DependencyGraph::from_edges(13, &edges).unwrap()
 }
@@ -95,4 +121,23 @@ fn every_algorithm_and_policy_returns_a_feedback_vertex_set() {
             }
         }
     }
+}
+
+#[test]
+fn labels_round_trip() {
+    for label in [
+        "search",
+        "greedy_prod",
+        "greedy_sort",
+        "greedy_sort_k1+min",
+        "hybrid_20",
+        "random_3",
+        "greedy_sort+min",
+        "hybrid_sort_32",
+    ] {
+        let config = FvsConfig::from_label(label, Policy::ProdDegree).unwrap();
+        assert_eq!(config.label(), label);
+    }
+    assert!(FvsConfig::from_label("greedy_sort_k0", Policy::ProdDegree).is_err());
+    assert!(FvsConfig::from_label("hybrid_x", Policy::ProdDegree).is_err());
 }

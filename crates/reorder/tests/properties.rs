@@ -15,8 +15,9 @@ fn small_graph() -> impl Strategy<Value = DependencyGraph> {
 }
 
 fn weights(n: usize) -> impl Strategy<Value = Vec<VertexMeta>> {
-    prop::collection::vec((0u32..4, 1u32..40), n)
-        .prop_map(|v| v.into_iter().map(|(restarts, value)| VertexMeta { restarts, value: f64::from(value) / 4.0 }).collect())
+    prop::collection::vec((0u32..4, 1u32..40), n).prop_map(|v| {
+        v.into_iter().map(|(restarts, value)| VertexMeta { restarts, value: f64::from(value) / 4.0 }).collect()
+    })
 }
 
 /// A random batch: up to 60 transactions over a small key space, so conflicts are dense.
@@ -61,7 +62,17 @@ fn solve(config: FvsConfig, graph: &DependencyGraph, meta: &[VertexMeta]) -> Fvs
 /// Every algorithm under every policy it accepts, with and without the minimality pass.
 fn all_configs() -> Vec<FvsConfig> {
     let mut configs = Vec::new();
-    for name in ["search", "greedy_scc", "greedy_sort", "hybrid_4", "hybrid_20", "random", "random_3"] {
+    for name in [
+        "search",
+        "greedy_scc",
+        "greedy_sort",
+        "hybrid_4",
+        "hybrid_20",
+        "hybrid_sort_3",
+        "hybrid_sort_32",
+        "random",
+        "random_3",
+    ] {
         let (algorithm, implied) = Algorithm::parse(name).unwrap();
         for policy in Policy::ALL {
             if implied.is_some_and(|p| p != policy) {
@@ -129,9 +140,11 @@ proptest! {
         let exact = solve(config, &graph, &meta);
         prop_assert!((weight_of(Policy::Value, &meta, &exact.fvs) - minimum).abs() < 1e-9,
             "search weight {} vs minimum {}", weight_of(Policy::Value, &meta, &exact.fvs), minimum);
-        let hybrid = FvsConfig { policy: Policy::Value, ..FvsConfig::paper("hybrid_20").unwrap() };
-        let out = solve(hybrid, &graph, &meta);
-        prop_assert!((weight_of(Policy::Value, &meta, &out.fvs) - minimum).abs() < 1e-9);
+        for name in ["hybrid_20", "hybrid_sort_32"] {
+            let hybrid = FvsConfig { policy: Policy::Value, ..FvsConfig::paper(name).unwrap() };
+            let out = solve(hybrid, &graph, &meta);
+            prop_assert!((weight_of(Policy::Value, &meta, &out.fvs) - minimum).abs() < 1e-9, "{}", name);
+        }
     }
 
     #[test]
@@ -172,7 +185,7 @@ proptest! {
                 // Scale the random capacities so they sum to the batch size.
                 let total: usize = caps.iter().sum::<usize>().max(1);
                 let mut left = n;
-                for c in caps.iter_mut() { *c = (*c * n / total).min(left); left -= *c; }
+                for c in &mut caps { *c = (*c * n / total).min(left); left -= *c; }
                 caps[0] += left;
                 (b, caps)
             })

@@ -19,37 +19,92 @@
 
 use crate::bitset::Ones;
 use crate::graph::DependencyGraph;
-use crate::policy::{Policy, Score};
 use crate::policy::VertexMeta;
+use crate::policy::{Policy, Score};
 
 use super::{FvsSolver, meta_of};
 
 impl FvsSolver {
+    /// Sort-based greedy on the subgraph induced by `subset` (the whole graph when `None`),
+    /// appending the aborted vertices to `fvs`.
     pub(super) fn greedy_sort(
         &mut self,
         graph: &DependencyGraph,
         meta: &[VertexMeta],
         policy: Policy,
         multi_factor: usize,
+        subset: Option<&[u64]>,
         fvs: &mut Vec<usize>,
     ) {
-        self.residual.reset(graph);
+        if graph.words() == 1 {
+            let all = if graph.len() == 64 { u64::MAX } else { (1u64 << graph.len()) - 1 };
+            let live = subset.map_or(all, |s| s[0]);
+            self.greedy_sort_single_word(graph, meta, policy, multi_factor, live, fvs);
+            return;
+        }
+        match subset {
+            Some(subset) => self.residual.reset_to(graph, subset),
+            None => self.residual.reset(graph),
+        }
         self.greedy_sort_residual(graph, meta, policy, multi_factor, fvs);
     }
 
-    /// Sort-based greedy restricted to `subset` (prod-degree ranks of the configured policy,
-    /// `k = 1`): the exact search's first upper bound.
-    pub(super) fn greedy_sort_within(
+    /// The same algorithm for graphs of at most 64 vertices (the usual batch), with the live
+    /// set in one machine word and degrees recomputed by `popcount` instead of maintained.
+    fn greedy_sort_single_word(
         &mut self,
         graph: &DependencyGraph,
         meta: &[VertexMeta],
-        subset: &[u64],
+        policy: Policy,
+        multi_factor: usize,
+        live: u64,
         fvs: &mut Vec<usize>,
     ) {
-        fvs.clear();
-        self.residual.reset_to(graph, subset);
-        let policy = if self.config.policy == Policy::Random { Policy::ProdDegree } else { self.config.policy };
-        self.greedy_sort_residual(graph, meta, policy, 1, fvs);
+        let row = |rows: &[u64], v: usize| rows[v];
+        let (successors, predecessors) = (graph.successor_rows(), graph.predecessor_rows());
+        let trim = |mut live: u64| loop {
+            let before = live;
+            let mut rest = live;
+            while rest != 0 {
+                let v = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if row(successors, v) & live == 0 || row(predecessors, v) & live == 0 {
+                    live &= !(1u64 << v);
+                }
+            }
+            if live == before {
+                return live;
+            }
+        };
+        let mut live = trim(live);
+        while live != 0 {
+            let take = if live.count_ones() as usize <= multi_factor { 1 } else { multi_factor };
+            self.candidates.clear();
+            let mut rest = live;
+            while rest != 0 {
+                let v = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let in_degree = (row(predecessors, v) & live).count_ones();
+                let out_degree = (row(successors, v) & live).count_ones();
+                self.candidates.push((policy.score(in_degree, out_degree, meta_of(meta, v), &mut self.rng), v));
+            }
+            if take == 1 {
+                let mut best = self.candidates[0];
+                for &candidate in &self.candidates[1..] {
+                    if candidate.0.outranks(best.0) {
+                        best = candidate;
+                    }
+                }
+                self.candidates[0] = best;
+            } else {
+                self.candidates.select_nth_unstable_by(take - 1, |a, b| a.0.cmp_desc(b.0).then(a.1.cmp(&b.1)));
+            }
+            for &(_, v) in &self.candidates[..take] {
+                fvs.push(v);
+                live &= !(1u64 << v);
+            }
+            live = trim(live);
+        }
     }
 
     fn greedy_sort_residual(
@@ -89,8 +144,7 @@ impl FvsSolver {
                     );
                     self.candidates.push((score, v));
                 }
-                self.candidates
-                    .select_nth_unstable_by(take - 1, |a, b| a.0.cmp_desc(b.0).then(a.1.cmp(&b.1)));
+                self.candidates.select_nth_unstable_by(take - 1, |a, b| a.0.cmp_desc(b.0).then(a.1.cmp(&b.1)));
                 for i in 0..take {
                     let v = self.candidates[i].1;
                     fvs.push(v);

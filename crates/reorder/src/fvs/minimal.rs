@@ -86,7 +86,9 @@ fn can_return(
         return false;
     }
     let predecessors = graph.predecessors(v);
-    for ((visit, front), (&succ, &keep)) in visited.iter_mut().zip(frontier.iter_mut()).zip(graph.successors(v).iter().zip(kept)) {
+    for ((visit, front), (&succ, &keep)) in
+        visited.iter_mut().zip(frontier.iter_mut()).zip(graph.successors(v).iter().zip(kept))
+    {
         *visit = succ & keep;
         *front = *visit;
     }

@@ -36,6 +36,9 @@ use crate::scc::Components;
 
 pub use search::SEARCH_NODE_BUDGET_DEFAULT;
 
+/// Largest SCC the default algorithm solves exactly (see BENCHMARKS.md for the measurement).
+pub const HYBRID_SORT_EXACT_DEFAULT: usize = 32;
+
 /// A feedback vertex set algorithm, named as in the paper's Fig. 5-6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
@@ -47,12 +50,15 @@ pub enum Algorithm {
     GreedySort,
     /// SCC-based greedy that solves SCCs of at most `max_exact` vertices exactly.
     Hybrid { max_exact: usize },
+    /// Exact search on every SCC of the trimmed graph with at most `max_exact` vertices,
+    /// sort-based greedy (with the minimality pass) on the larger ones. ordo's default.
+    HybridSort { max_exact: usize },
     /// SCC-based greedy with random ranks; the smallest answer of `tries` runs.
     Random { tries: u32 },
 }
 
-const ALGORITHM_NAMES: &str =
-    "search, greedy_scc, greedy_max, greedy_sum, greedy_prod, greedy_sort, hybrid_<m>, random, random_<n>";
+const ALGORITHM_NAMES: &str = "search, greedy_scc, greedy_max, greedy_sum, greedy_prod, greedy_sort, hybrid_<m>, \
+hybrid_sort_<m>, random, random_<n>";
 
 impl Algorithm {
     /// Parses a name and returns the policy it implies, if any (`greedy_prod` implies
@@ -70,7 +76,9 @@ impl Algorithm {
             "greedy_sort" => (Algorithm::GreedySort, None),
             "random" => (Algorithm::Random { tries: 1 }, Some(Policy::Random)),
             other => {
-                if let Some(m) = other.strip_prefix("hybrid_") {
+                if let Some(m) = other.strip_prefix("hybrid_sort_") {
+                    (Algorithm::HybridSort { max_exact: parse_suffix(m)? as usize }, None)
+                } else if let Some(m) = other.strip_prefix("hybrid_") {
                     (Algorithm::Hybrid { max_exact: parse_suffix(m)? as usize }, None)
                 } else if let Some(n) = other.strip_prefix("random_") {
                     (Algorithm::Random { tries: parse_suffix(n)? }, Some(Policy::Random))
@@ -91,6 +99,7 @@ impl Algorithm {
             (Algorithm::GreedyScc, other) => format!("greedy_scc[{other}]"),
             (Algorithm::GreedySort, _) => "greedy_sort".into(),
             (Algorithm::Hybrid { max_exact }, _) => format!("hybrid_{max_exact}"),
+            (Algorithm::HybridSort { max_exact }, _) => format!("hybrid_sort_{max_exact}"),
             (Algorithm::Random { tries: 1 }, _) => "random".into(),
             (Algorithm::Random { tries }, _) => format!("random_{tries}"),
         }
@@ -129,10 +138,11 @@ pub struct FvsConfig {
 }
 
 impl Default for FvsConfig {
-    /// ordo's default: sort-based greedy, prod-degree, k = 2, with the minimality pass.
+    /// ordo's default: `hybrid_sort_32` (exact on SCCs of up to 32 transactions, sort-based
+    /// greedy with k = 2 and the minimality pass on larger ones), prod-degree.
     fn default() -> Self {
         FvsConfig {
-            algorithm: Algorithm::GreedySort,
+            algorithm: Algorithm::HybridSort { max_exact: HYBRID_SORT_EXACT_DEFAULT },
             policy: Policy::ProdDegree,
             multi_factor: 2,
             minimize: true,
@@ -165,13 +175,43 @@ impl FvsConfig {
                 reason: "must be at least 1".into(),
             });
         }
-        if let Algorithm::Hybrid { max_exact: 0 } = self.algorithm {
+        if let Algorithm::Hybrid { max_exact: 0 } | Algorithm::HybridSort { max_exact: 0 } = self.algorithm {
             return Err(ReorderError::InvalidConfig { field: "algorithm", reason: "hybrid_m needs m >= 1".into() });
         }
         if let Algorithm::Random { tries: 0 } = self.algorithm {
             return Err(ReorderError::InvalidConfig { field: "algorithm", reason: "random_n needs n >= 1".into() });
         }
         Ok(())
+    }
+
+    /// Parses a label of the form `<algorithm>[_k<k>][+min]` (the inverse of
+    /// [`FvsConfig::label`] for the paper's names), e.g. `greedy_sort_k1+min`. The policy is
+    /// the one the name implies, else `default_policy`.
+    pub fn from_label(label: &str, default_policy: Policy) -> Result<FvsConfig, ReorderError> {
+        let (name, minimize) = match label.trim().strip_suffix("+min") {
+            Some(name) => (name, true),
+            None => (label.trim(), false),
+        };
+        let (name, multi_factor) = match name.rsplit_once("_k") {
+            Some((base, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
+                let k = k.parse::<usize>().map_err(|_| ReorderError::InvalidConfig {
+                    field: "multi_factor",
+                    reason: format!("`{k}` in `{label}` is not a number"),
+                })?;
+                (base, k)
+            }
+            _ => (name, 2),
+        };
+        let (algorithm, implied) = Algorithm::parse(name)?;
+        let config = FvsConfig {
+            algorithm,
+            policy: implied.unwrap_or(default_policy),
+            multi_factor,
+            minimize,
+            ..FvsConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
     }
 
     /// The paper's name, with `+min` when the minimality pass runs.
@@ -182,7 +222,7 @@ impl FvsConfig {
                 label = format!("greedy_sort[{}]", self.policy);
             }
             if self.multi_factor != 2 {
-                label.push_str(&format!("_k{}", self.multi_factor));
+                label = format!("{label}_k{}", self.multi_factor);
             }
         }
         if self.minimize {
@@ -251,13 +291,18 @@ impl FvsSolver {
             }
             Algorithm::GreedyScc => self.greedy_scc(graph, meta, config.policy, None, out),
             Algorithm::Hybrid { max_exact } => self.greedy_scc(graph, meta, config.policy, Some(max_exact), out),
-            Algorithm::GreedySort => self.greedy_sort(graph, meta, config.policy, config.multi_factor, &mut out.fvs),
+            Algorithm::GreedySort => {
+                self.greedy_sort(graph, meta, config.policy, config.multi_factor, None, &mut out.fvs);
+            }
+            Algorithm::HybridSort { max_exact } => self.hybrid_sort(graph, meta, max_exact, out),
             Algorithm::Random { tries } => {
                 let mut best = std::mem::take(&mut self.scratch_fvs);
                 for attempt in 0..tries {
                     let mut trial = FvsOutcome::default();
                     self.greedy_scc(graph, meta, Policy::Random, None, &mut trial);
-                    if attempt == 0 || total_weight(config.policy, meta, &trial.fvs) < total_weight(config.policy, meta, &best) {
+                    if attempt == 0
+                        || total_weight(config.policy, meta, &trial.fvs) < total_weight(config.policy, meta, &best)
+                    {
                         best.clone_from(&trial.fvs);
                     }
                 }
@@ -274,14 +319,48 @@ impl FvsSolver {
     /// Exact search on the subgraph induced by `subset`, appending the answer to `fvs`.
     /// Returns whether the budget ran out (the greedy answer was used instead).
     fn exact(&mut self, graph: &DependencyGraph, meta: &[VertexMeta], subset: &[u64], fvs: &mut Vec<usize>) -> bool {
-        // Greedy first: it is the initial upper bound and the fallback.
+        // Greedy first (sort-based, k = 1, minimal): the initial upper bound and the fallback.
         let mut greedy = std::mem::take(&mut self.scratch_fvs);
-        self.greedy_sort_within(graph, meta, subset, &mut greedy);
+        greedy.clear();
+        let policy = if self.config.policy == Policy::Random { Policy::ProdDegree } else { self.config.policy };
+        self.greedy_sort(graph, meta, policy, 1, Some(subset), &mut greedy);
         minimal::make_minimal_within(graph, meta, self.config.policy, subset, &mut greedy, &mut self.rng);
         let fell_back =
             self.search.run(graph, meta, self.config.policy, subset, &greedy, self.config.search_node_budget, fvs);
         self.scratch_fvs = greedy;
         fell_back
+    }
+}
+
+impl FvsSolver {
+    /// `hybrid_sort_m`: per SCC of the trimmed graph, exact when small, greedy_sort when large.
+    fn hybrid_sort(&mut self, graph: &DependencyGraph, meta: &[VertexMeta], max_exact: usize, out: &mut FvsOutcome) {
+        let config = self.config;
+        self.residual.reset(graph);
+        self.residual.trim(graph);
+        let live = self.residual.live().to_vec();
+        self.components.compute(graph, &live);
+        let words = graph.words();
+        let count = self.components.count();
+        let mut masks = vec![0u64; count * words];
+        let mut sizes = Vec::with_capacity(count);
+        for i in 0..count {
+            for &v in self.components.component(i) {
+                bitset::insert(&mut masks[i * words..(i + 1) * words], v);
+            }
+            sizes.push(self.components.component(i).len());
+        }
+        for (mask, size) in masks.chunks_exact(words).zip(sizes) {
+            if size <= max_exact {
+                out.fell_back |= self.exact(graph, meta, mask, &mut out.fvs);
+            } else {
+                let start = out.fvs.len();
+                let mut part = out.fvs.split_off(start);
+                self.greedy_sort(graph, meta, config.policy, config.multi_factor, Some(mask), &mut part);
+                minimal::make_minimal_within(graph, meta, config.policy, mask, &mut part, &mut self.rng);
+                out.fvs.append(&mut part);
+            }
+        }
     }
 }
 

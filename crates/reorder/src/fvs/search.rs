@@ -227,13 +227,10 @@ impl Search {
                 if in_degree == 0 || out_degree == 0 {
                     self.drop_vertex(frame, v);
                     changed = true;
-                } else if in_degree == 1
-                    && (self.unweighted || self.weight[self.only(frame, self.pred(frame, v))] <= self.weight[v])
-                {
-                    self.bypass(frame, v);
-                    changed = true;
-                } else if out_degree == 1
-                    && (self.unweighted || self.weight[self.only(frame, self.succ(frame, v))] <= self.weight[v])
+                } else if (in_degree == 1
+                    && (self.unweighted || self.weight[self.only(frame, self.pred(frame, v))] <= self.weight[v]))
+                    || (out_degree == 1
+                        && (self.unweighted || self.weight[self.only(frame, self.succ(frame, v))] <= self.weight[v]))
                 {
                     self.bypass(frame, v);
                     changed = true;
@@ -301,14 +298,11 @@ impl Search {
             if !bitset::contains(&available, v) {
                 continue;
             }
-            let mut partner = None;
-            for i in 0..words {
-                let both = self.succ(frame, v)[i] & self.pred(frame, v)[i] & available[i];
-                if both != 0 {
-                    partner = Some(i * 64 + both.trailing_zeros() as usize);
-                    break;
-                }
-            }
+            let (succ, pred) = (self.succ(frame, v), self.pred(frame, v));
+            let partner = (0..words).find_map(|i| {
+                let both = succ[i] & pred[i] & available[i];
+                (both != 0).then(|| i * 64 + both.trailing_zeros() as usize)
+            });
             if let Some(u) = partner {
                 bound += self.weight[v].min(self.weight[u]);
                 bitset::remove(&mut available, v);
@@ -415,8 +409,9 @@ impl Search {
         let words = self.words;
         let succ_base = frame + words;
         let arena = &self.arena;
-        self.components
-            .compute_rows(len, &arena[frame..frame + words], |v| &arena[succ_base + v * words..succ_base + (v + 1) * words]);
+        self.components.compute_rows(len, &arena[frame..frame + words], |v| {
+            &arena[succ_base + v * words..succ_base + (v + 1) * words]
+        });
         let count = self.components.count();
         if count == 0 {
             return Some(forced);

@@ -1,0 +1,4 @@
+//! One module per `ordo` subcommand.
+
+pub mod fvs;
+pub mod fvs_bench;

@@ -1,0 +1,37 @@
+//! `ordo`: the command line of the ordo transaction-processing system.
+//!
+//! Each subcommand lives in its own module under `commands/`; this file only parses the
+//! command line and reports errors (`error: ...` on stderr, exit status 1; clap's own usage
+//! errors exit with 2).
+
+mod commands;
+mod output;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ordo", version, about = "Transaction batching and reordering for optimistic concurrency control")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan one batch: which transactions to abort and in which order to validate the rest.
+    Fvs(commands::fvs::FvsArgs),
+    /// Compare the feedback vertex set algorithms on micro-benchmark batches (paper Fig. 5-6).
+    FvsBench(commands::fvs_bench::FvsBenchArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Fvs(args) => commands::fvs::run(&args),
+        Command::FvsBench(args) => commands::fvs_bench::run(&args),
+    };
+    if let Err(error) = result {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,82 @@
+//! Output helpers shared by the subcommands: aligned text tables, JSON and CSV files.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+/// A plain-text table with right-aligned numeric columns.
+#[derive(Debug, Default)]
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Self {
+        Table { header: header.iter().map(|h| (*h).to_owned()).collect(), rows: Vec::new() }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.header.len());
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| self.rows.iter().map(|r| r[c].len()).chain([self.header[c].len()]).max().unwrap_or(0))
+            .collect();
+        let line = |cells: &[String]| {
+            let mut out = String::new();
+            for (c, cell) in cells.iter().enumerate() {
+                if c > 0 {
+                    out.push_str("  ");
+                }
+                if c == 0 {
+                    out.push_str(&format!("{cell:<width$}", width = widths[c]));
+                } else {
+                    out.push_str(&format!("{cell:>width$}", width = widths[c]));
+                }
+            }
+            out.trim_end().to_owned()
+        };
+        let mut out = line(&self.header);
+        out.push('\n');
+        out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1)));
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&line(row));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Writes `records` as pretty JSON to `path` (`-` is stdout).
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, records: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(records)?;
+    write_text(path, &(text + "\n"))
+}
+
+/// Writes `records` as CSV with a header row to `path` (`-` is stdout).
+pub fn write_csv<T: Serialize>(path: &Path, records: &[T]) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for record in records {
+        writer.serialize(record)?;
+    }
+    let bytes = writer.into_inner().context("flushing CSV")?;
+    write_text(path, &String::from_utf8(bytes)?)
+}
+
+fn write_text(path: &Path, text: &str) -> Result<()> {
+    if path == Path::new("-") {
+        std::io::stdout().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut writer = BufWriter::new(file);
+    writer.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    writer.flush().with_context(|| format!("cannot write {}", path.display()))
+}

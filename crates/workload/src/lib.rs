@@ -1,0 +1,25 @@
+//! # ordo-workload: the transactions ordo's engines run
+//!
+//! Every engine (the pipeline OCC engine, the thread-per-worker engine, the PostgreSQL tier)
+//! and the reorder benchmarks draw their transactions from here, so a workload means the same
+//! thing everywhere. Key choice is Zipfian ([`Zipf`], exact, seeded by the caller's RNG).
+//!
+//! * [`micro`]: the paper's micro-benchmark (§5.1).
+
+mod error;
+pub mod micro;
+mod zipf;
+
+pub use error::WorkloadError;
+pub use micro::{MicroConfig, MicroGenerator, MicroTxn};
+pub use zipf::{ALIAS_KEYS_MAX, Zipf};
+
+/// The random number generator every workload uses: fast, seedable, and the same stream on
+/// every platform for a given seed.
+pub type WorkloadRng = rand_xoshiro::Xoshiro256PlusPlus;
+
+/// A generator seeded from one `u64`.
+pub fn rng_from_seed(seed: u64) -> WorkloadRng {
+    use rand::SeedableRng;
+    WorkloadRng::seed_from_u64(seed)
+}
