@@ -137,6 +137,43 @@ impl Residual {
     }
 }
 
+/// Trims a graph of at most 64 vertices whose live set fits in one word: the same fixed point
+/// as [`Residual::trim`], by repeated passes of two `AND`s per vertex, without degree counts.
+#[inline]
+pub fn trim_single_word(graph: &DependencyGraph, mut live: u64) -> u64 {
+    debug_assert_eq!(graph.words(), 1);
+    let (successors, predecessors) = (graph.successor_rows(), graph.predecessor_rows());
+    loop {
+        let before = live;
+        let mut rest = live;
+        while rest != 0 {
+            let v = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if successors[v] & live == 0 || predecessors[v] & live == 0 {
+                live &= !(1u64 << v);
+            }
+        }
+        if live == before {
+            return live;
+        }
+    }
+}
+
+impl Residual {
+    /// Writes the trimmed vertex set of the whole graph to `out` (`graph.words()` words).
+    pub fn trimmed_graph(&mut self, graph: &DependencyGraph, out: &mut Vec<u64>) {
+        out.clear();
+        if graph.words() == 1 {
+            let all = if graph.len() == 64 { u64::MAX } else { (1u64 << graph.len()) - 1 };
+            out.push(trim_single_word(graph, all));
+        } else {
+            self.reset(graph);
+            self.trim(graph);
+            out.extend_from_slice(&self.live);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ pub struct FvsBenchArgs {
     #[arg(long, default_value_t = 40)]
     pub batch_size: usize,
     /// Batches per θ.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 10_000)]
     pub batches: usize,
     /// Zipf skews to run, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0.5,0.6,0.7,0.8,0.9")]

@@ -28,11 +28,11 @@ impl FvsSolver {
         out: &mut FvsOutcome,
     ) {
         let words = graph.words();
-        self.residual.reset(graph);
-        self.residual.trim(graph);
         self.pending.clear();
-        let live = self.residual.live().to_vec();
+        let mut live = std::mem::take(&mut self.trimmed);
+        self.residual.trimmed_graph(graph, &mut live);
         self.push_components(graph, &live);
+        self.trimmed = live;
 
         let mut component = vec![0u64; words];
         while !self.pending.is_empty() {

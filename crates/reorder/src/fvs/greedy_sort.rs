@@ -21,6 +21,7 @@ use crate::bitset::Ones;
 use crate::graph::DependencyGraph;
 use crate::policy::VertexMeta;
 use crate::policy::{Policy, Score};
+use crate::residual::trim_single_word;
 
 use super::{FvsSolver, meta_of};
 
@@ -62,20 +63,7 @@ impl FvsSolver {
     ) {
         let row = |rows: &[u64], v: usize| rows[v];
         let (successors, predecessors) = (graph.successor_rows(), graph.predecessor_rows());
-        let trim = |mut live: u64| loop {
-            let before = live;
-            let mut rest = live;
-            while rest != 0 {
-                let v = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                if row(successors, v) & live == 0 || row(predecessors, v) & live == 0 {
-                    live &= !(1u64 << v);
-                }
-            }
-            if live == before {
-                return live;
-            }
-        };
+        let trim = |live: u64| trim_single_word(graph, live);
         let mut live = trim(live);
         while live != 0 {
             let take = if live.count_ones() as usize <= multi_factor { 1 } else { multi_factor };

@@ -247,6 +247,8 @@ pub struct FvsOutcome {
 pub struct FvsSolver {
     config: FvsConfig,
     residual: Residual,
+    /// The trimmed vertex set of the graph being solved.
+    trimmed: Vec<u64>,
     components: Components,
     /// Stack of vertex sets still to process (greedy_scc), `words` per entry.
     pending: Vec<u64>,
@@ -262,6 +264,7 @@ impl FvsSolver {
         Ok(FvsSolver {
             config,
             residual: Residual::default(),
+            trimmed: Vec::new(),
             components: Components::default(),
             pending: Vec::new(),
             candidates: Vec::new(),
@@ -284,10 +287,10 @@ impl FvsSolver {
         let config = self.config;
         match config.algorithm {
             Algorithm::Search => {
-                self.residual.reset(graph);
-                self.residual.trim(graph);
-                let live = self.residual.live().to_vec();
+                let mut live = std::mem::take(&mut self.trimmed);
+                self.residual.trimmed_graph(graph, &mut live);
                 out.fell_back = self.exact(graph, meta, &live, &mut out.fvs);
+                self.trimmed = live;
             }
             Algorithm::GreedyScc => self.greedy_scc(graph, meta, config.policy, None, out),
             Algorithm::Hybrid { max_exact } => self.greedy_scc(graph, meta, config.policy, Some(max_exact), out),
@@ -336,10 +339,10 @@ impl FvsSolver {
     /// `hybrid_sort_m`: per SCC of the trimmed graph, exact when small, greedy_sort when large.
     fn hybrid_sort(&mut self, graph: &DependencyGraph, meta: &[VertexMeta], max_exact: usize, out: &mut FvsOutcome) {
         let config = self.config;
-        self.residual.reset(graph);
-        self.residual.trim(graph);
-        let live = self.residual.live().to_vec();
+        let mut live = std::mem::take(&mut self.trimmed);
+        self.residual.trimmed_graph(graph, &mut live);
         self.components.compute(graph, &live);
+        self.trimmed = live;
         let words = graph.words();
         let count = self.components.count();
         let mut masks = vec![0u64; count * words];
