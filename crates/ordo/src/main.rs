@@ -22,6 +22,8 @@ enum Command {
     Fvs(commands::fvs::FvsArgs),
     /// Compare the feedback vertex set algorithms on micro-benchmark batches (paper Fig. 5-6).
     FvsBench(commands::fvs_bench::FvsBenchArgs),
+    /// Measure the Zipfian generator's speed (nanoseconds per draw).
+    ZipfBench(commands::zipf_bench::ZipfBenchArgs),
 }
 
 fn main() {
@@ -29,6 +31,7 @@ fn main() {
     let result = match cli.command {
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
+        Command::ZipfBench(args) => commands::zipf_bench::run(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

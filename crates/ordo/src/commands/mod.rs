@@ -2,3 +2,4 @@
 
 pub mod fvs;
 pub mod fvs_bench;
+pub mod zipf_bench;

@@ -1,0 +1,75 @@
+//! `ordo zipf-bench`: nanoseconds per Zipfian draw, for each sampler the generator can use.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use ordo_workload::{Zipf, rng_from_seed};
+
+use crate::output::Table;
+
+#[derive(Debug, Args)]
+pub struct ZipfBenchArgs {
+    /// Key counts, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "100000,10000000")]
+    pub keys: Vec<u64>,
+    /// Zipf skews, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.5,0.9,0.99")]
+    pub theta: Vec<f64>,
+    /// Draws per measurement.
+    #[arg(long, default_value_t = 20_000_000)]
+    pub samples: u64,
+    /// Measurements per cell; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+pub fn run(args: &ZipfBenchArgs) -> Result<()> {
+    if args.samples == 0 || args.runs == 0 {
+        bail!("--samples and --runs must be at least 1");
+    }
+    let mut table = Table::new(&["sampler", "keys", "theta", "ns_per_sample"]);
+    for &keys in &args.keys {
+        for &theta in &args.theta {
+            let mut samplers = vec![("default", Zipf::new(keys, theta)?)];
+            if keys <= ordo_workload::ALIAS_KEYS_MAX && theta > 0.0 {
+                samplers.push(("rejection-inversion", Zipf::with_rejection_inversion(keys, theta)?));
+            }
+            for (name, zipf) in samplers {
+                let mut timings: Vec<f64> = (0..args.runs)
+                    .map(|run| {
+                        let mut rng = rng_from_seed(run as u64);
+                        let start = Instant::now();
+                        let mut sum = 0u64;
+                        for _ in 0..args.samples {
+                            sum = sum.wrapping_add(zipf.sample(&mut rng));
+                        }
+                        black_box(sum);
+                        start.elapsed().as_nanos() as f64 / args.samples as f64
+                    })
+                    .collect();
+                timings.sort_by(f64::total_cmp);
+                let label = if name == "default" {
+                    if theta == 0.0 {
+                        "uniform"
+                    } else if keys <= ordo_workload::ALIAS_KEYS_MAX {
+                        "alias"
+                    } else {
+                        "rejection-inversion"
+                    }
+                } else {
+                    name
+                };
+                table.row(vec![
+                    label.into(),
+                    keys.to_string(),
+                    format!("{theta}"),
+                    format!("{:.1}", timings[timings.len() / 2]),
+                ]);
+            }
+        }
+    }
+    print!("{}", table.render());
+    Ok(())
+}
