@@ -141,3 +141,16 @@ fn labels_round_trip() {
     assert!(FvsConfig::from_label("greedy_sort_k0", Policy::ProdDegree).is_err());
     assert!(FvsConfig::from_label("hybrid_x", Policy::ProdDegree).is_err());
 }
+
+#[test]
+fn exhausted_search_budget_falls_back_to_greedy_and_says_so() {
+    let graph = figure_3a();
+    let config = FvsConfig { search_node_budget: 1, ..FvsConfig::paper("search").unwrap() };
+    let mut out = FvsOutcome::default();
+    FvsSolver::new(config).unwrap().solve(&graph, &[], &mut out);
+    assert!(out.fell_back);
+    assert!(is_feedback_vertex_set(&graph, &out.fvs));
+    let config = FvsConfig::paper("search").unwrap();
+    FvsSolver::new(config).unwrap().solve(&graph, &[], &mut out);
+    assert!(!out.fell_back);
+}
