@@ -144,13 +144,27 @@ fn labels_round_trip() {
 
 #[test]
 fn exhausted_search_budget_falls_back_to_greedy_and_says_so() {
-    let graph = figure_3a();
-    let config = FvsConfig { search_node_budget: 1, ..FvsConfig::paper("search").unwrap() };
+    // A dense pseudo-random graph on 30 vertices: the root node alone cannot prove anything.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut edges = Vec::new();
+    for from in 0..30 {
+        for to in 0..30 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if from != to && state % 100 < 15 {
+                edges.push((from, to));
+            }
+        }
+    }
+    let graph = DependencyGraph::from_edges(30, &edges).unwrap();
     let mut out = FvsOutcome::default();
-    FvsSolver::new(config).unwrap().solve(&graph, &[], &mut out);
+    let starved = FvsConfig { search_node_budget: 1, ..FvsConfig::paper("search").unwrap() };
+    FvsSolver::new(starved).unwrap().solve(&graph, &[], &mut out);
     assert!(out.fell_back);
     assert!(is_feedback_vertex_set(&graph, &out.fvs));
-    let config = FvsConfig::paper("search").unwrap();
-    FvsSolver::new(config).unwrap().solve(&graph, &[], &mut out);
+    let greedy_size = out.fvs.len();
+    FvsSolver::new(FvsConfig::paper("search").unwrap()).unwrap().solve(&graph, &[], &mut out);
     assert!(!out.fell_back);
+    assert!(out.fvs.len() <= greedy_size);
 }
