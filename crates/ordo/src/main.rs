@@ -5,7 +5,6 @@
 //! errors exit with 2).
 
 mod commands;
-mod output;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +17,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with lists).
+    Bench(Box<commands::bench::BenchArgs>),
+    /// Check that a recorded transaction history (JSON lines) is serializable.
+    Check(commands::check::CheckArgs),
     /// Plan one batch: which transactions to abort and in which order to validate the rest.
     Fvs(commands::fvs::FvsArgs),
     /// Compare the feedback vertex set algorithms on micro-benchmark batches (paper Fig. 5-6).
@@ -29,6 +32,8 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(args) => commands::bench::run(&args),
+        Command::Check(args) => commands::check::run(&args),
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
         Command::ZipfBench(args) => commands::zipf_bench::run(&args),

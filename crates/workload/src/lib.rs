@@ -2,16 +2,24 @@
 //!
 //! Every engine (the pipeline OCC engine, the thread-per-worker engine, the PostgreSQL tier)
 //! and the reorder benchmarks draw their transactions from here, so a workload means the same
-//! thing everywhere. Key choice is Zipfian ([`Zipf`], exact, seeded by the caller's RNG).
+//! thing everywhere.
 //!
+//! * [`procedure`]: transactions as stored procedures ([`Workload`], [`Txn`], [`Step`]),
+//!   executed round by round by any engine.
+//! * [`zipf`]: exact Zipfian key choice.
 //! * [`micro`]: the paper's micro-benchmark (§5.1).
+//! * [`smallbank`]: SmallBank (§5.4).
 
 mod error;
 pub mod micro;
-mod zipf;
+pub mod procedure;
+pub mod smallbank;
+pub mod zipf;
 
 pub use error::WorkloadError;
-pub use micro::{MicroConfig, MicroGenerator, MicroTxn};
+pub use micro::{Micro, MicroConfig};
+pub use procedure::{Key, Step, Txn, Value, Workload, execute};
+pub use smallbank::{SmallBank, SmallBankConfig};
 pub use zipf::{ALIAS_KEYS_MAX, Zipf};
 
 /// The random number generator every workload uses: fast, seedable, and the same stream on

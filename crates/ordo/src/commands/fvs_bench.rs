@@ -13,10 +13,10 @@ use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ordo_reorder::{DependencyGraph, FvsConfig, FvsOutcome, FvsSolver, GraphBuilder, Policy, TxnFootprint};
-use ordo_workload::{MicroConfig, MicroGenerator, MicroTxn, rng_from_seed};
+use ordo_workload::{Micro, MicroConfig, Txn, Workload, rng_from_seed};
 use serde::Serialize;
 
-use crate::output::{Table, write_csv, write_json};
+use ordo_harness::output::{Table, write_csv, write_json};
 
 /// The paper's algorithms (Fig. 5-6) followed by ordo's variants with the minimality pass.
 const DEFAULT_ALGORITHMS: &str = "search,greedy_max,greedy_sum,greedy_prod,greedy_sort,hybrid_10,hybrid_15,hybrid_20,\
@@ -166,7 +166,7 @@ fn measure_once(args: &FvsBenchArgs, configs: &[FvsConfig], bar: &ProgressBar) -
     let mut records = Vec::new();
     for &theta in &args.theta {
         bar.set_message(format!("θ={theta}"));
-        let mut generator = MicroGenerator::new(MicroConfig { keys: args.keys, theta, ..MicroConfig::default() })?;
+        let micro = Micro::new(MicroConfig { keys: args.keys, theta, ..MicroConfig::default() })?;
         let mut rng = rng_from_seed(args.seed ^ theta.to_bits());
         let mut contenders: Vec<Contender> = configs
             .iter()
@@ -183,14 +183,15 @@ fn measure_once(args: &FvsBenchArgs, configs: &[FvsConfig], bar: &ProgressBar) -
         let mut builder = GraphBuilder::new();
         let mut graph = DependencyGraph::default();
         let mut batch: Vec<TxnFootprint> = vec![TxnFootprint::default(); args.batch_size];
-        let mut txn = MicroTxn::default();
+        let mut txn = Txn::default();
         let mut outcome = FvsOutcome::default();
         let mut build_ns = Vec::with_capacity(args.batches);
         for batch_index in 0..args.batches {
             for footprint in &mut batch {
-                generator.fill(&mut rng, &mut txn);
-                footprint.reads.clone_from(&txn.reads);
-                footprint.writes.clone_from(&txn.writes);
+                micro.generate(&mut rng, &mut txn);
+                footprint.reads.clear();
+                footprint.writes.clear();
+                micro.footprint(&txn, &mut footprint.reads, &mut footprint.writes);
             }
             let start = Instant::now();
             builder.build(&batch, &mut graph);

@@ -1,5 +1,7 @@
 //! One module per `ordo` subcommand.
 
+pub mod bench;
+pub mod check;
 pub mod fvs;
 pub mod fvs_bench;
 pub mod zipf_bench;

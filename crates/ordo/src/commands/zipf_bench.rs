@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use ordo_workload::{Zipf, rng_from_seed};
 
-use crate::output::Table;
+use ordo_harness::output::Table;
 
 #[derive(Debug, Args)]
 pub struct ZipfBenchArgs {

@@ -1,4 +1,4 @@
-//! Output helpers shared by the subcommands: aligned text tables, JSON and CSV files.
+//! Output helpers: aligned text tables, JSON and CSV files (`-` means stdout).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -79,4 +79,17 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
     let mut writer = BufWriter::new(file);
     writer.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
     writer.flush().with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes rows of `(column, value)` pairs as CSV (columns from the first row).
+pub fn write_flat_csv(path: &Path, rows: &[Vec<(String, String)>]) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    if let Some(first) = rows.first() {
+        writer.write_record(first.iter().map(|(column, _)| column))?;
+    }
+    for row in rows {
+        writer.write_record(row.iter().map(|(_, value)| value))?;
+    }
+    let bytes = writer.into_inner().context("flushing CSV")?;
+    write_text(path, &String::from_utf8(bytes)?)
 }

@@ -1,0 +1,29 @@
+//! # ordo-harness: how every ordo engine is measured and reported
+//!
+//! The pipeline engine, the thread-per-worker engine and the PostgreSQL tier all plug into the
+//! same measurement, so their numbers mean the same thing:
+//!
+//! ```text
+//!  engine threads ──Recorder (one per thread, no sharing)──┐
+//!                                                           ├─ merge ─> Measurement ─> RunResult
+//!  driver: Window (warm-up | measured | cool-down)  ────────┘                  │
+//!                                                                              ├─> table (stdout)
+//!                                   --runs N: Aggregate (mean, std) <──────────┼─> --json FILE
+//!                                                                              └─> --csv FILE
+//! ```
+//!
+//! * [`metrics`]: per-thread recorders (commits, aborts by cause, latency HDR histogram,
+//!   restarts, batch statistics) that count only inside the measurement window.
+//! * [`result`]: the result record whose JSON field names are the contract every engine and
+//!   later tooling share (`engine`, `workload`, `mode`, `theta`, `commits`, `throughput_tps`,
+//!   `abort_rate`, `latency_us` {...}).
+//! * [`output`]: text tables, JSON and CSV.
+//! * [`progress`]: a progress bar with the time left for timed runs.
+
+pub mod metrics;
+pub mod output;
+pub mod progress;
+pub mod result;
+
+pub use metrics::{AbortCause, Recorder, Window};
+pub use result::{Aggregate, LatencySummary, RunInfo, RunResult};

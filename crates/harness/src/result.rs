@@ -1,0 +1,310 @@
+//! Result records: one per run, or one per configuration averaged over `--runs N`.
+//!
+//! The JSON field names are a contract shared by every engine and by later tooling (the
+//! figure generator reads them back): `engine`, `workload`, `mode`, `theta`, `commits`,
+//! `throughput_tps`, `abort_rate`, `latency_us` {`mean`, `p50`, `p90`, `p95`, `p99`, `p999`,
+//! `max`}, plus the fields below. `abort_rate` is concurrency-control aborts over attempts
+//! (commits + aborts); user aborts are counted apart and are not in it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{AbortCause, Recorder};
+
+/// What was run: engine, workload, mode, skew, seed and timing, plus engine-specific knobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub engine: String,
+    pub workload: String,
+    pub mode: String,
+    pub theta: f64,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// Every other knob, as name -> value (batch sizes, algorithm, threads, ...).
+    pub config: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BatchSummary {
+    pub count: u64,
+    pub size_mean: f64,
+    pub fvs_mean: f64,
+    pub reorder_us_mean: f64,
+    pub reorder_us_p99: f64,
+}
+
+/// Standard deviations over repeated runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub throughput_tps: f64,
+    pub abort_rate: f64,
+    pub latency_us_mean: f64,
+    pub latency_us_p95: f64,
+    pub latency_us_p99: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    #[serde(flatten)]
+    pub info: RunInfo,
+    /// How many runs this record averages (1 for a single run).
+    pub runs: usize,
+    pub commits: f64,
+    pub throughput_tps: f64,
+    pub abort_rate: f64,
+    /// Concurrency-control aborts by cause (only causes that occurred).
+    pub aborts: BTreeMap<String, f64>,
+    pub user_aborts: f64,
+    pub restarts_per_commit: f64,
+    pub latency_us: LatencySummary,
+    pub batches: BatchSummary,
+    /// Commits per procedure name.
+    pub commits_by_procedure: BTreeMap<String, f64>,
+    /// Standard deviations when `runs > 1`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub std: Option<Spread>,
+}
+
+impl RunResult {
+    /// Builds the record of one run from its merged recorder; `measured_s` is the length of
+    /// the measurement window in seconds.
+    pub fn from_recorder(info: RunInfo, recorder: &Recorder, measured_s: f64, procedure_names: &[&str]) -> Self {
+        let commits = recorder.commits() as f64;
+        let aborted = recorder.total_aborts() as f64;
+        let histogram = recorder.latency_us();
+        let quantile = |q: f64| if histogram.is_empty() { 0.0 } else { histogram.value_at_quantile(q) as f64 };
+        let latency_us = LatencySummary {
+            mean: if histogram.is_empty() { 0.0 } else { histogram.mean() },
+            p50: quantile(0.50),
+            p90: quantile(0.90),
+            p95: quantile(0.95),
+            p99: quantile(0.99),
+            p999: quantile(0.999),
+            max: if histogram.is_empty() { 0.0 } else { histogram.max() as f64 },
+        };
+        let batches = recorder.batches();
+        let batch_summary = if batches == 0 {
+            BatchSummary::default()
+        } else {
+            BatchSummary {
+                count: batches,
+                size_mean: recorder.batch_transactions() as f64 / batches as f64,
+                fvs_mean: recorder.batch_aborted() as f64 / batches as f64,
+                reorder_us_mean: recorder.reorder_ns().mean() / 1000.0,
+                reorder_us_p99: recorder.reorder_ns().value_at_quantile(0.99) as f64 / 1000.0,
+            }
+        };
+        let aborts = AbortCause::ALL
+            .iter()
+            .filter(|&&cause| recorder.aborts(cause) > 0)
+            .map(|&cause| (cause.name().to_owned(), recorder.aborts(cause) as f64))
+            .collect();
+        let commits_by_procedure = recorder
+            .commits_by_procedure()
+            .iter()
+            .enumerate()
+            .filter(|&(_, &count)| count > 0)
+            .map(|(i, &count)| {
+                (procedure_names.get(i).map_or_else(|| format!("procedure_{i}"), |n| (*n).to_owned()), count as f64)
+            })
+            .collect();
+        RunResult {
+            info,
+            runs: 1,
+            commits,
+            throughput_tps: if measured_s > 0.0 { commits / measured_s } else { 0.0 },
+            abort_rate: if commits + aborted > 0.0 { aborted / (commits + aborted) } else { 0.0 },
+            aborts,
+            user_aborts: recorder.user_aborts() as f64,
+            restarts_per_commit: if commits > 0.0 { recorder.restarts_of_commits() as f64 / commits } else { 0.0 },
+            latency_us,
+            batches: batch_summary,
+            commits_by_procedure,
+            std: None,
+        }
+    }
+
+    /// The mean of several runs of the same configuration, with standard deviations.
+    pub fn aggregate(runs: &[RunResult]) -> RunResult {
+        assert!(!runs.is_empty(), "aggregate of no runs");
+        if runs.len() == 1 {
+            return runs[0].clone();
+        }
+        let n = runs.len() as f64;
+        let mean = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / n;
+        let std = |f: &dyn Fn(&RunResult) -> f64| {
+            let m = mean(f);
+            (runs.iter().map(|r| (f(r) - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        let mean_map = |f: &dyn Fn(&RunResult) -> &BTreeMap<String, f64>| {
+            let mut out: BTreeMap<String, f64> = BTreeMap::new();
+            for run in runs {
+                for (k, v) in f(run) {
+                    *out.entry(k.clone()).or_default() += v / n;
+                }
+            }
+            out
+        };
+        RunResult {
+            info: runs[0].info.clone(),
+            runs: runs.len(),
+            commits: mean(&|r| r.commits),
+            throughput_tps: mean(&|r| r.throughput_tps),
+            abort_rate: mean(&|r| r.abort_rate),
+            aborts: mean_map(&|r| &r.aborts),
+            user_aborts: mean(&|r| r.user_aborts),
+            restarts_per_commit: mean(&|r| r.restarts_per_commit),
+            latency_us: LatencySummary {
+                mean: mean(&|r| r.latency_us.mean),
+                p50: mean(&|r| r.latency_us.p50),
+                p90: mean(&|r| r.latency_us.p90),
+                p95: mean(&|r| r.latency_us.p95),
+                p99: mean(&|r| r.latency_us.p99),
+                p999: mean(&|r| r.latency_us.p999),
+                max: mean(&|r| r.latency_us.max),
+            },
+            batches: BatchSummary {
+                count: mean(&|r| r.batches.count as f64).round() as u64,
+                size_mean: mean(&|r| r.batches.size_mean),
+                fvs_mean: mean(&|r| r.batches.fvs_mean),
+                reorder_us_mean: mean(&|r| r.batches.reorder_us_mean),
+                reorder_us_p99: mean(&|r| r.batches.reorder_us_p99),
+            },
+            commits_by_procedure: mean_map(&|r| &r.commits_by_procedure),
+            std: Some(Spread {
+                throughput_tps: std(&|r| r.throughput_tps),
+                abort_rate: std(&|r| r.abort_rate),
+                latency_us_mean: std(&|r| r.latency_us.mean),
+                latency_us_p95: std(&|r| r.latency_us.p95),
+                latency_us_p99: std(&|r| r.latency_us.p99),
+            }),
+        }
+    }
+
+    /// One flat row for CSV: `(column, value)` in a fixed order.
+    pub fn flat(&self) -> Vec<(String, String)> {
+        let mut row: Vec<(String, String)> = vec![
+            ("engine".into(), self.info.engine.clone()),
+            ("workload".into(), self.info.workload.clone()),
+            ("mode".into(), self.info.mode.clone()),
+            ("theta".into(), self.info.theta.to_string()),
+            ("seed".into(), self.info.seed.to_string()),
+            ("duration_s".into(), self.info.duration_s.to_string()),
+            ("warmup_s".into(), self.info.warmup_s.to_string()),
+            ("runs".into(), self.runs.to_string()),
+            ("commits".into(), format!("{:.0}", self.commits)),
+            ("throughput_tps".into(), format!("{:.1}", self.throughput_tps)),
+            ("abort_rate".into(), format!("{:.5}", self.abort_rate)),
+            ("user_aborts".into(), format!("{:.0}", self.user_aborts)),
+            ("restarts_per_commit".into(), format!("{:.4}", self.restarts_per_commit)),
+        ];
+        let l = &self.latency_us;
+        for (name, value) in [
+            ("mean", l.mean),
+            ("p50", l.p50),
+            ("p90", l.p90),
+            ("p95", l.p95),
+            ("p99", l.p99),
+            ("p999", l.p999),
+            ("max", l.max),
+        ] {
+            row.push((format!("latency_us_{name}"), format!("{value:.1}")));
+        }
+        for cause in AbortCause::ALL {
+            row.push((
+                format!("aborts_{}", cause.name()),
+                format!("{:.0}", self.aborts.get(cause.name()).copied().unwrap_or(0.0)),
+            ));
+        }
+        let b = &self.batches;
+        row.push(("batches".into(), b.count.to_string()));
+        row.push(("batch_size_mean".into(), format!("{:.2}", b.size_mean)));
+        row.push(("batch_fvs_mean".into(), format!("{:.3}", b.fvs_mean)));
+        row.push(("reorder_us_mean".into(), format!("{:.2}", b.reorder_us_mean)));
+        row.push(("reorder_us_p99".into(), format!("{:.2}", b.reorder_us_p99)));
+        if let Some(s) = &self.std {
+            row.push(("throughput_tps_std".into(), format!("{:.1}", s.throughput_tps)));
+            row.push(("abort_rate_std".into(), format!("{:.5}", s.abort_rate)));
+            row.push(("latency_us_p99_std".into(), format!("{:.1}", s.latency_us_p99)));
+        }
+        for (key, value) in &self.info.config {
+            row.push((format!("config_{key}"), value.to_string().trim_matches('"').to_owned()));
+        }
+        row
+    }
+}
+
+/// Alias kept for readability at call sites that average runs.
+pub type Aggregate = RunResult;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Window;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            engine: "pipeline".into(),
+            workload: "micro".into(),
+            mode: "srvc".into(),
+            theta: 0.8,
+            seed: 1,
+            duration_s: 1.0,
+            warmup_s: 0.0,
+            config: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn contract_fields_are_in_the_json() {
+        let mut recorder = Recorder::new(Window::ALL);
+        for i in 0..100 {
+            recorder.commit(1, 100 + i, 1, 0);
+        }
+        recorder.abort(1, AbortCause::Reorder);
+        recorder.user_abort(1);
+        let result = RunResult::from_recorder(info(), &recorder, 2.0, &["ReadWrite"]);
+        let json = serde_json::to_value(&result).unwrap();
+        for field in ["engine", "workload", "mode", "theta", "commits", "throughput_tps", "abort_rate", "latency_us"] {
+            assert!(json.get(field).is_some(), "missing {field}");
+        }
+        for field in ["mean", "p50", "p95", "p99", "max"] {
+            assert!(json["latency_us"].get(field).is_some(), "missing latency_us.{field}");
+        }
+        assert_eq!(json["throughput_tps"], 50.0);
+        assert!((result.abort_rate - 1.0 / 101.0).abs() < 1e-12);
+        assert_eq!(json["aborts"]["reorder"], 1.0);
+        assert_eq!(json["commits_by_procedure"]["ReadWrite"], 100.0);
+        let back: RunResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, result);
+    }
+
+    #[test]
+    fn aggregate_reports_mean_and_spread() {
+        let mut runs = Vec::new();
+        for commits in [100u64, 200, 300] {
+            let mut recorder = Recorder::new(Window::ALL);
+            for _ in 0..commits {
+                recorder.commit(1, 10, 0, 0);
+            }
+            runs.push(RunResult::from_recorder(info(), &recorder, 1.0, &[]));
+        }
+        let aggregate = RunResult::aggregate(&runs);
+        assert_eq!(aggregate.runs, 3);
+        assert_eq!(aggregate.throughput_tps, 200.0);
+        assert!((aggregate.std.unwrap().throughput_tps - 100.0).abs() < 1e-9);
+    }
+}

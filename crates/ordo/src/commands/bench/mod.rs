@@ -1,0 +1,221 @@
+//! `ordo bench`: run an engine on a workload and measure it.
+//!
+//! Every list-valued flag (`--theta 0.5,0.7,0.9 --mode base,srvc ...`) makes a sweep: one run
+//! per combination (combinations that differ only in knobs the mode ignores are run once).
+//! Each configuration runs `--runs` times; the table and the `--json` / `--csv` files hold the
+//! mean (and, with several runs, the standard deviation). Files are rewritten after every
+//! finished point, so an interrupted sweep keeps what it finished.
+
+mod pipeline;
+pub mod workloads;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::ProgressBar;
+use ordo_harness::RunResult;
+use ordo_harness::output::{Table, write_flat_csv, write_json};
+
+use workloads::WorkloadArgs;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Engine: pipeline (the paper's OCC engine).
+    #[arg(long, default_value = "pipeline")]
+    pub engine: String,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Zipf skew of key choice, in [0, 1); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0.8")]
+    pub theta: Vec<f64>,
+    /// pipeline: base, batch, sr, vc, srvc; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "srvc")]
+    pub mode: Vec<String>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds run before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Seconds run after measuring (not counted).
+    #[arg(long, default_value_t = 0.5)]
+    pub cooldown: f64,
+    /// Seed of the workload; run i of `--runs` uses seed + i.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Repeat every configuration this many times and report mean and standard deviation.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Write results as JSON to this file (`-` or no value: stdout, instead of the table).
+    #[arg(long, num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// Write results as CSV to this file (`-` or no value: stdout, instead of the table).
+    #[arg(long, num_args = 0..=1, default_missing_value = "-")]
+    pub csv: Option<PathBuf>,
+    /// Write every committed transaction as JSON lines (one configuration and run only).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// After each run, let live transactions finish and check the recorded history with the
+    /// serializability checker (and, for the pipeline, the serial replay of commit order).
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub pipeline: pipeline::PipelineArgs,
+}
+
+/// One configuration of a sweep, ready to run.
+pub struct Planned {
+    /// Knobs that vary across the sweep, for the table: (column, value).
+    pub label: Vec<(String, String)>,
+    pub run: RunFn,
+}
+
+/// Runs one configuration once with the given seed, updating the progress bar.
+pub type RunFn = Box<dyn Fn(&Options, u64, &ProgressBar) -> Result<RunResult>>;
+
+/// What every run needs from the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub cooldown_s: f64,
+    pub history: Option<PathBuf>,
+    pub verify: bool,
+}
+
+fn validate(args: &BenchArgs) -> Result<()> {
+    for &theta in &args.theta {
+        if !(0.0..1.0).contains(&theta) {
+            bail!("--theta {theta}: must be in [0, 1)");
+        }
+    }
+    if !(args.duration.is_finite() && args.duration > 0.0) {
+        bail!("--duration must be a positive number of seconds");
+    }
+    for (flag, value) in [("--warmup", args.warmup), ("--cooldown", args.cooldown)] {
+        if !(value.is_finite() && value >= 0.0) {
+            bail!("{flag} must be zero or a positive number of seconds");
+        }
+    }
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    Ok(())
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    validate(args)?;
+    let planned = match args.engine.as_str() {
+        "pipeline" => pipeline::plan(args)?,
+        other => bail!("unknown engine `{other}`; expected pipeline"),
+    };
+    if args.history.is_some() && (planned.len() > 1 || args.runs > 1) {
+        bail!("--history records one run: give a single configuration and --runs 1");
+    }
+    let options = Options {
+        duration_s: args.duration,
+        warmup_s: args.warmup,
+        cooldown_s: args.cooldown,
+        history: args.history.clone(),
+        verify: args.verify,
+    };
+    let mut results: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
+    let total = planned.len();
+    for (index, point) in planned.iter().enumerate() {
+        let mut runs = Vec::new();
+        for run_index in 0..args.runs {
+            let label: Vec<String> = point.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let prefix = format!(
+                "[{}/{total}{}] {}",
+                index + 1,
+                if args.runs > 1 { format!(" run {}/{}", run_index + 1, args.runs) } else { String::new() },
+                label.join(" ")
+            );
+            let bar = ordo_harness::progress::timed(&prefix, args.warmup + args.duration + args.cooldown);
+            let result = (point.run)(&options, args.seed + run_index as u64, &bar)
+                .with_context(|| format!("configuration {}", label.join(" ")))?;
+            bar.finish_and_clear();
+            runs.push(result);
+        }
+        results.push((point.label.clone(), RunResult::aggregate(&runs)));
+        write_files(args, &results)?;
+    }
+    let to_stdout = |path: &Option<PathBuf>| path.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if !to_stdout(&args.json) && !to_stdout(&args.csv) {
+        print!("{}", render(&results));
+    }
+    Ok(())
+}
+
+fn write_files(args: &BenchArgs, results: &[(Vec<(String, String)>, RunResult)]) -> Result<()> {
+    let records: Vec<&RunResult> = results.iter().map(|(_, r)| r).collect();
+    if let Some(path) = &args.json {
+        // Written once at the end when it goes to stdout, after every point otherwise.
+        if path.as_os_str() != "-" || records.len() == results.len() {
+            write_json(path, &records)?;
+        }
+    }
+    if let Some(path) = &args.csv {
+        let rows: Vec<_> = records.iter().map(|r| r.flat()).collect();
+        write_flat_csv(path, &rows)?;
+    }
+    Ok(())
+}
+
+/// The result table: the sweep's varying knobs, then the measurements.
+pub fn render(results: &[(Vec<(String, String)>, RunResult)]) -> String {
+    let Some((first_label, first)) = results.first() else {
+        return String::new();
+    };
+    let several_runs = first.runs > 1;
+    let mut header: Vec<String> = first_label.iter().map(|(k, _)| k.clone()).collect();
+    header.extend(
+        [
+            "commits/s",
+            "abort_rate",
+            "user_aborts/s",
+            "restarts/commit",
+            "lat_mean_us",
+            "p50_us",
+            "p95_us",
+            "p99_us",
+            "max_us",
+        ]
+        .map(String::from),
+    );
+    if several_runs {
+        header.insert(first_label.len() + 1, "± std".into());
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = Table::new(&header_refs);
+    for (label, r) in results {
+        let mut row: Vec<String> = label.iter().map(|(_, v)| v.clone()).collect();
+        row.push(format!("{:.0}", r.throughput_tps));
+        if several_runs {
+            row.push(format!("{:.0}", r.std.map_or(0.0, |s| s.throughput_tps)));
+        }
+        let measured_s = r.info.duration_s.max(f64::MIN_POSITIVE);
+        row.extend([
+            format!("{:.1}%", 100.0 * r.abort_rate),
+            format!("{:.0}", r.user_aborts / measured_s),
+            format!("{:.2}", r.restarts_per_commit),
+            format!("{:.0}", r.latency_us.mean),
+            format!("{:.0}", r.latency_us.p50),
+            format!("{:.0}", r.latency_us.p95),
+            format!("{:.0}", r.latency_us.p99),
+            format!("{:.0}", r.latency_us.max),
+        ]);
+        table.row(row);
+    }
+    let mut out = table.render();
+    out.push_str(&format!(
+        "engine {}, workload {}, {} s measured after {} s warm-up{}\n",
+        first.info.engine,
+        first.info.workload,
+        first.info.duration_s,
+        first.info.warmup_s,
+        if several_runs { format!(", mean of {} runs", first.runs) } else { String::new() }
+    ));
+    out
+}

@@ -1,0 +1,88 @@
+//! Building a workload from the command line.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use ordo_workload::smallbank::{CONSERVED_MIX, STANDARD_MIX};
+use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload};
+
+/// Workload knobs shared by every engine.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// Workload: micro (the paper's micro-benchmark) or smallbank.
+    #[arg(long, default_value = "micro")]
+    pub workload: String,
+    /// Keys (micro) or customers (smallbank); default 100000.
+    #[arg(long)]
+    pub keys: Option<u64>,
+    /// micro: reads per transaction.
+    #[arg(long, default_value_t = 5)]
+    pub reads: usize,
+    /// micro: writes per transaction.
+    #[arg(long, default_value_t = 5)]
+    pub writes: usize,
+    /// micro: keys both read and written.
+    #[arg(long, default_value_t = 1)]
+    pub shared: usize,
+    /// smallbank: `standard` (15/15/15/25/15/15), `conserved` (money-moving procedures only)
+    /// or six weights for Amalgamate,Balance,DepositChecking,SendPayment,TransactSavings,WriteCheck.
+    #[arg(long, default_value = "standard")]
+    pub mix: String,
+}
+
+pub const KEYS_DEFAULT: u64 = 100_000;
+
+impl WorkloadArgs {
+    pub fn build(&self, theta: f64, seed: u64) -> Result<Arc<dyn Workload>> {
+        let keys = self.keys.unwrap_or(KEYS_DEFAULT);
+        Ok(match self.workload.as_str() {
+            "micro" => Arc::new(Micro::new(MicroConfig {
+                keys,
+                theta,
+                reads: self.reads,
+                writes: self.writes,
+                shared: self.shared,
+            })?),
+            "smallbank" => {
+                let mix = match self.mix.as_str() {
+                    "standard" => STANDARD_MIX,
+                    "conserved" => CONSERVED_MIX,
+                    weights => {
+                        let parsed: Vec<u32> =
+                            weights.split(',').map(|w| w.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(
+                                |_| anyhow::anyhow!("--mix `{weights}`: expected standard, conserved or six weights"),
+                            )?;
+                        let Ok(mix) = <[u32; 6]>::try_from(parsed) else {
+                            bail!("--mix `{weights}`: expected six weights (one per procedure)");
+                        };
+                        mix
+                    }
+                };
+                Arc::new(SmallBank::new(SmallBankConfig {
+                    customers: keys,
+                    theta,
+                    mix,
+                    seed,
+                    ..SmallBankConfig::default()
+                })?)
+            }
+            other => bail!("unknown workload `{other}`; expected micro or smallbank"),
+        })
+    }
+
+    /// Knobs worth recording with a result.
+    pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let mut knobs = vec![("keys", self.keys.unwrap_or(KEYS_DEFAULT).into())];
+        match self.workload.as_str() {
+            "micro" => {
+                knobs.push(("reads", self.reads.into()));
+                knobs.push(("writes", self.writes.into()));
+                knobs.push(("shared", self.shared.into()));
+            }
+            "smallbank" => knobs.push(("mix", self.mix.clone().into())),
+            _ => {}
+        }
+        knobs
+    }
+}

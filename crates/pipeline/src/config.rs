@@ -1,0 +1,255 @@
+//! Configuration of the pipeline engine: the mode (which batching and reordering is on) and
+//! every knob, each with its unit in its name.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ordo_reorder::FvsConfig;
+use thiserror::Error;
+
+/// The paper's system modes (§5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// No batching anywhere: storage serves requests as they arrive, the validator validates
+    /// each request as it arrives.
+    Base,
+    /// Batching at storage and validator, no reordering: batches are served in arrival order.
+    Batch,
+    /// Storage batching with reordering (writes before reads); validator unbatched.
+    Sr,
+    /// Validator batching with reordering; storage unbatched.
+    Vc,
+    /// Both.
+    Srvc,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 5] = [Mode::Base, Mode::Batch, Mode::Sr, Mode::Vc, Mode::Srvc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Base => "base",
+            Mode::Batch => "batch",
+            Mode::Sr => "sr",
+            Mode::Vc => "vc",
+            Mode::Srvc => "srvc",
+        }
+    }
+
+    pub fn storage_batching(self) -> bool {
+        matches!(self, Mode::Batch | Mode::Sr | Mode::Srvc)
+    }
+
+    /// Within a storage batch, apply every write before serving any read (§3.1).
+    pub fn storage_reordering(self) -> bool {
+        matches!(self, Mode::Sr | Mode::Srvc)
+    }
+
+    pub fn validator_batching(self) -> bool {
+        matches!(self, Mode::Batch | Mode::Vc | Mode::Srvc)
+    }
+
+    /// Pre-validate and reorder validator batches (§3.2, Appendix A).
+    pub fn validator_reordering(self) -> bool {
+        matches!(self, Mode::Vc | Mode::Srvc)
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = ConfigError;
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Mode::ALL.into_iter().find(|m| m.name() == name.trim().to_ascii_lowercase()).ok_or_else(|| {
+            ConfigError::Invalid {
+                field: "mode",
+                reason: format!("unknown mode `{name}`; expected base, batch, sr, vc or srvc"),
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ConfigError {
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+}
+
+/// Component roles, as named in placements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Client,
+    Processor,
+    Storage,
+    Validator,
+    Reorder,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [Role::Client, Role::Processor, Role::Storage, Role::Validator, Role::Reorder];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Processor => "processor",
+            Role::Storage => "storage",
+            Role::Validator => "validator",
+            Role::Reorder => "reorder",
+        }
+    }
+}
+
+/// Which roles each thread of the threaded runtime hosts: threads separated by `;`, roles by
+/// `,`. Instances of a role are dealt round-robin over the threads that list it. The default,
+/// `client,processor,storage;validator,reorder`, puts the transaction side on one core and the
+/// validator side on the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub threads: Vec<Vec<Role>>,
+}
+
+pub const PLACEMENT_DEFAULT: &str = "client,processor,storage;validator,reorder";
+
+impl FromStr for Placement {
+    type Err = ConfigError;
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason: String| ConfigError::Invalid { field: "placement", reason };
+        let mut threads = Vec::new();
+        for thread in spec.split(';') {
+            let mut roles = Vec::new();
+            for name in thread.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let role = Role::ALL.into_iter().find(|r| r.name() == name).ok_or_else(|| {
+                    invalid(format!("unknown role `{name}` (roles: client, processor, storage, validator, reorder)"))
+                })?;
+                if !roles.contains(&role) {
+                    roles.push(role);
+                }
+            }
+            if roles.is_empty() {
+                return Err(invalid(format!("`{spec}` has a thread with no roles")));
+            }
+            threads.push(roles);
+        }
+        for role in Role::ALL {
+            if !threads.iter().any(|t| t.contains(&role)) {
+                return Err(invalid(format!("no thread hosts the {} role", role.name())));
+            }
+        }
+        Ok(Placement { threads })
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let threads: Vec<String> =
+            self.threads.iter().map(|t| t.iter().map(|r| r.name()).collect::<Vec<_>>().join(",")).collect();
+        f.write_str(&threads.join(";"))
+    }
+}
+
+/// Every knob of the pipeline engine.
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    pub mode: Mode,
+    /// Live transactions in the system (the paper's concurrency level).
+    pub concurrency: usize,
+    pub clients: usize,
+    pub processors: usize,
+    pub storage_workers: usize,
+    pub reorder_workers: usize,
+    /// Requests per storage batch.
+    pub storage_batch_size: usize,
+    /// A partial storage batch is served after this long.
+    pub storage_batch_wait_us_max: u64,
+    /// Transactions per validator batch (B).
+    pub validator_batch_size: usize,
+    /// A partial validator batch is closed after this long.
+    pub validator_batch_wait_us_max: u64,
+    /// How validator batches are reordered.
+    pub reorder: FvsConfig,
+    pub placement: Placement,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            mode: Mode::Srvc,
+            concurrency: 300,
+            clients: 1,
+            processors: 1,
+            storage_workers: 2,
+            reorder_workers: 1,
+            storage_batch_size: 40,
+            storage_batch_wait_us_max: 50,
+            validator_batch_size: 40,
+            validator_batch_wait_us_max: 100,
+            reorder: FvsConfig::default(),
+            placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
+        }
+    }
+}
+
+impl PipelineConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |field: &'static str, value: usize| {
+            if value == 0 { Err(ConfigError::Invalid { field, reason: "must be at least 1".into() }) } else { Ok(()) }
+        };
+        positive("concurrency", self.concurrency)?;
+        positive("clients", self.clients)?;
+        positive("processors", self.processors)?;
+        positive("storage_workers", self.storage_workers)?;
+        positive("reorder_workers", self.reorder_workers)?;
+        positive("storage_batch_size", self.storage_batch_size)?;
+        positive("validator_batch_size", self.validator_batch_size)?;
+        for (field, value) in [
+            ("clients", self.clients),
+            ("processors", self.processors),
+            ("storage_workers", self.storage_workers),
+            ("reorder_workers", self.reorder_workers),
+        ] {
+            if value > usize::from(u16::MAX) {
+                return Err(ConfigError::Invalid { field, reason: format!("{value} is more than 65535") });
+            }
+        }
+        if self.clients > self.concurrency {
+            return Err(ConfigError::Invalid {
+                field: "clients",
+                reason: format!("{} clients cannot share a concurrency level of {}", self.clients, self.concurrency),
+            });
+        }
+        self.reorder.validate().map_err(|e| ConfigError::Invalid { field: "reorder", reason: e.to_string() })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_placements_parse() {
+        for mode in Mode::ALL {
+            assert_eq!(mode.name().parse::<Mode>().unwrap(), mode);
+        }
+        assert!("fast".parse::<Mode>().is_err());
+        let placement: Placement = "client,processor;storage;validator,reorder".parse().unwrap();
+        assert_eq!(placement.threads.len(), 3);
+        assert_eq!(placement.to_string(), "client,processor;storage;validator,reorder");
+        assert!("client,processor,storage".parse::<Placement>().is_err(), "validator and reorder missing");
+        assert!("client;;validator".parse::<Placement>().is_err());
+        assert!("client,cpu".parse::<Placement>().is_err());
+    }
+
+    #[test]
+    fn bad_configs_are_rejected() {
+        assert!(PipelineConfig::default().validate().is_ok());
+        let bad = PipelineConfig { validator_batch_size: 0, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+        let bad = PipelineConfig { clients: 400, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+    }
+}

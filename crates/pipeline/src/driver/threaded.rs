@@ -1,0 +1,386 @@
+//! The threaded runtime: components hosted on a fixed set of OS threads, in real time.
+//!
+//! The placement (`client,processor,storage;validator,reorder` by default) says which roles
+//! each thread hosts; there are never more threads than the placement lists, and a thread with
+//! nothing to do parks instead of spinning.
+//!
+//! ```text
+//!  thread t loop:
+//!    inbox (channel of message batches) ──> local queue ──> node.handle ──┬─> local queue
+//!                                                                         └─> outbox[t'] ─┐
+//!    node.tick (batch timers)                                                             │
+//!    flush: one channel send per destination thread with everything for it, then unpark <─┘
+//!    idle: park until a batch arrives or the next batch timer is due
+//! ```
+//!
+//! Messages cross threads in batches (one `Vec` per destination per loop iteration), so the
+//! cost of a channel operation and a wake-up is shared by everything sent in that iteration.
+//! Queues are unbounded channels, but the closed loop bounds them: at most `concurrency`
+//! transactions are live, each with a handful of messages in flight.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use crossbeam::channel::{Receiver, Sender, unbounded};
+use crossbeam::sync::{Parker, Unparker};
+use ordo_harness::{Recorder, Window};
+use ordo_workload::{Value, Workload};
+
+use crate::assembly::build;
+use crate::client::Counters;
+use crate::component::Context;
+use crate::config::{ConfigError, PipelineConfig, Role};
+use crate::message::{Address, CommitRecord, Envelope, Message, Ts};
+use crate::node::Node;
+
+/// Messages handled between two clock reads.
+const MESSAGES_PER_CLOCK_READ: usize = 64;
+/// Messages handled before outboxes are flushed, even if more are queued.
+const MESSAGES_PER_FLUSH: usize = 2048;
+/// Longest park when no timer is pending.
+const PARK_US_MAX: u64 = 1000;
+
+#[derive(Debug, Clone)]
+pub struct ThreadedRun {
+    pub seed: u64,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub cooldown: Duration,
+    /// Keep every committed transaction (for `--history` and checks).
+    pub record_history: bool,
+    /// After the run, stop submitting, let every live transaction finish and every write land,
+    /// and report the final store.
+    pub drain: bool,
+}
+
+#[derive(Debug)]
+pub struct ThreadedReport {
+    pub recorder: Recorder,
+    pub measured_s: f64,
+    pub history: Vec<CommitRecord>,
+    /// `(value, version)` of every key, when the run was drained.
+    pub store: Option<Vec<(Value, Ts)>>,
+    pub threads: usize,
+}
+
+/// A thread's inbox: batches of envelopes.
+type Channel = (Sender<Vec<Envelope>>, Receiver<Vec<Envelope>>);
+
+const RUNNING: u8 = 0;
+const FLUSH: u8 = 1;
+const STOP: u8 = 2;
+
+struct Shared {
+    start: Instant,
+    phase: AtomicU8,
+    draining: AtomicBool,
+    barrier: Barrier,
+}
+
+struct Worker {
+    thread: usize,
+    nodes: Vec<Node>,
+    /// Address of every node anywhere -> (thread, index on that thread).
+    directory: Arc<Vec<(Address, usize, usize)>>,
+    local: VecDeque<(usize, Message)>,
+    outboxes: Vec<Vec<Envelope>>,
+    out: Vec<Envelope>,
+    inbox: Receiver<Vec<Envelope>>,
+    senders: Vec<Sender<Vec<Envelope>>>,
+    unparkers: Vec<Unparker>,
+    parker: Parker,
+    recorder: Recorder,
+    history: Option<Vec<CommitRecord>>,
+    shared: Arc<Shared>,
+}
+
+impl Worker {
+    #[inline]
+    fn locate(&self, address: Address) -> (usize, usize) {
+        // Few nodes: a linear scan beats hashing.
+        let &(_, thread, index) =
+            self.directory.iter().find(|(a, _, _)| *a == address).expect("every address has a node");
+        (thread, index)
+    }
+
+    fn route(&mut self) {
+        for envelope in std::mem::take(&mut self.out) {
+            let (thread, index) = self.locate(envelope.to);
+            if thread == self.thread {
+                self.local.push_back((index, envelope.message));
+            } else {
+                self.outboxes[thread].push(envelope);
+            }
+        }
+    }
+
+    fn receive(&mut self) -> bool {
+        let mut received = false;
+        while let Ok(batch) = self.inbox.try_recv() {
+            received = true;
+            for envelope in batch {
+                let (thread, index) = self.locate(envelope.to);
+                debug_assert_eq!(thread, self.thread);
+                self.local.push_back((index, envelope.message));
+            }
+        }
+        received
+    }
+
+    fn flush(&mut self) {
+        for (thread, outbox) in self.outboxes.iter_mut().enumerate() {
+            if !outbox.is_empty() {
+                // The receiver lives as long as the run; a send can only fail after it ended.
+                let _ = self.senders[thread].send(std::mem::take(outbox));
+                self.unparkers[thread].unpark();
+            }
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        self.shared.start.elapsed().as_micros() as u64
+    }
+
+    /// Handles queued messages; returns how many.
+    fn process(&mut self, limit: usize) -> usize {
+        let mut handled = 0;
+        let mut now_us = self.now_us();
+        while handled < limit {
+            let Some((index, message)) = self.local.pop_front() else { break };
+            if handled % MESSAGES_PER_CLOCK_READ == 0 {
+                now_us = self.now_us();
+            }
+            let mut ctx =
+                Context { now_us, out: &mut self.out, recorder: &mut self.recorder, history: self.history.as_mut() };
+            self.nodes[index].handle(message, &mut ctx);
+            self.route();
+            handled += 1;
+        }
+        handled
+    }
+
+    fn tick(&mut self) -> Option<u64> {
+        let now_us = self.now_us();
+        let mut next = None;
+        for node in &mut self.nodes {
+            let mut ctx =
+                Context { now_us, out: &mut self.out, recorder: &mut self.recorder, history: self.history.as_mut() };
+            if let Some(deadline) = node.tick(&mut ctx) {
+                next = Some(next.map_or(deadline, |n: u64| n.min(deadline)));
+            }
+        }
+        self.route();
+        next
+    }
+
+    fn start_clients(&mut self) {
+        let now_us = self.now_us();
+        for node in &mut self.nodes {
+            if let Node::Client(client) = node {
+                let mut ctx = Context {
+                    now_us,
+                    out: &mut self.out,
+                    recorder: &mut self.recorder,
+                    history: self.history.as_mut(),
+                };
+                client.start(&mut ctx);
+            }
+        }
+        self.route();
+    }
+
+    fn run(mut self) -> Self {
+        self.start_clients();
+        let mut drain_sent = false;
+        loop {
+            match self.shared.phase.load(Ordering::Acquire) {
+                RUNNING => {}
+                FLUSH => {
+                    self.finish_drain();
+                    return self;
+                }
+                _ => return self,
+            }
+            if !drain_sent && self.shared.draining.load(Ordering::Acquire) {
+                drain_sent = true;
+                for node in &mut self.nodes {
+                    if let Node::Client(client) = node {
+                        let mut ctx = Context {
+                            now_us: 0,
+                            out: &mut self.out,
+                            recorder: &mut self.recorder,
+                            history: self.history.as_mut(),
+                        };
+                        client.handle(Message::Drain, &mut ctx);
+                    }
+                }
+            }
+            let received = self.receive();
+            let handled = self.process(MESSAGES_PER_FLUSH);
+            let deadline = self.tick();
+            self.flush();
+            if !received && handled == 0 && self.local.is_empty() {
+                let now_us = self.now_us();
+                let wait_us = deadline.map_or(PARK_US_MAX, |d| d.saturating_sub(now_us).min(PARK_US_MAX));
+                if wait_us > 0 {
+                    self.parker.park_timeout(Duration::from_micros(wait_us));
+                }
+            }
+        }
+    }
+
+    /// Every transaction has finished: deliver what is still in flight (only writes), serve
+    /// partial storage batches, and stop.
+    fn finish_drain(&mut self) {
+        self.flush();
+        self.shared.barrier.wait();
+        loop {
+            self.receive();
+            if self.process(usize::MAX) == 0 {
+                break;
+            }
+            self.flush();
+        }
+        self.shared.barrier.wait();
+        self.receive();
+        self.process(usize::MAX);
+        for node in &mut self.nodes {
+            if let Node::Storage(partition) = node {
+                let mut ctx = Context {
+                    now_us: u64::MAX / 2,
+                    out: &mut self.out,
+                    recorder: &mut self.recorder,
+                    history: self.history.as_mut(),
+                };
+                partition.tick(&mut ctx);
+            }
+        }
+        debug_assert!(self.out.is_empty(), "storage produced messages while draining");
+    }
+}
+
+/// Runs a pipeline on threads for warm-up + duration + cool-down; `on_progress` is called about
+/// every 200 ms with the seconds elapsed and the transactions finished so far.
+pub fn run_threaded(
+    config: &PipelineConfig,
+    workload: &Arc<dyn Workload>,
+    run: &ThreadedRun,
+    mut on_progress: impl FnMut(f64, u64),
+) -> Result<ThreadedReport, ConfigError> {
+    let counters = Arc::new(Counters::default());
+    let nodes = build(config, workload, run.seed, &counters, true)?;
+    let threads = config.placement.threads.len();
+
+    // Deal each role's instances round-robin over the threads that host the role.
+    let mut per_thread: Vec<Vec<(Address, Node)>> = (0..threads).map(|_| Vec::new()).collect();
+    let mut next_of_role = [0usize; 5];
+    for (address, node) in nodes {
+        let role = match address {
+            Address::Client(_) => Role::Client,
+            Address::Processor(_) => Role::Processor,
+            Address::Storage(_) => Role::Storage,
+            Address::Validator => Role::Validator,
+            Address::Reorder(_) => Role::Reorder,
+        };
+        let hosts: Vec<usize> = (0..threads).filter(|&t| config.placement.threads[t].contains(&role)).collect();
+        let slot = &mut next_of_role[Role::ALL.iter().position(|r| *r == role).expect("known role")];
+        let thread = hosts[*slot % hosts.len()];
+        *slot += 1;
+        per_thread[thread].push((address, node));
+    }
+    let directory: Arc<Vec<(Address, usize, usize)>> = Arc::new(
+        per_thread
+            .iter()
+            .enumerate()
+            .flat_map(|(thread, nodes)| {
+                nodes.iter().enumerate().map(move |(index, (address, _))| (*address, thread, index))
+            })
+            .collect(),
+    );
+
+    let measured = Window::after_warmup(run.warmup.as_micros() as u64, run.duration.as_micros() as u64);
+    let shared = Arc::new(Shared {
+        start: Instant::now(),
+        phase: AtomicU8::new(RUNNING),
+        draining: AtomicBool::new(false),
+        barrier: Barrier::new(threads),
+    });
+    let channels: Vec<Channel> = (0..threads).map(|_| unbounded()).collect();
+    let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
+    let unparkers: Vec<Unparker> = parkers.iter().map(|p| p.unparker().clone()).collect();
+    let senders: Vec<Sender<Vec<Envelope>>> = channels.iter().map(|(s, _)| s.clone()).collect();
+
+    let mut handles = Vec::new();
+    for ((thread, nodes), ((_, inbox), parker)) in
+        per_thread.into_iter().enumerate().zip(channels.into_iter().zip(parkers))
+    {
+        let worker = Worker {
+            thread,
+            nodes: nodes.into_iter().map(|(_, node)| node).collect(),
+            directory: Arc::clone(&directory),
+            local: VecDeque::new(),
+            outboxes: (0..threads).map(|_| Vec::new()).collect(),
+            out: Vec::new(),
+            inbox,
+            senders: senders.clone(),
+            unparkers: unparkers.clone(),
+            parker,
+            recorder: Recorder::new(measured),
+            history: run.record_history.then(Vec::new),
+            shared: Arc::clone(&shared),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("ordo-pipeline-{thread}"))
+            .spawn(move || worker.run())
+            .expect("spawning an engine thread");
+        handles.push(handle);
+    }
+
+    let total = run.warmup + run.duration + run.cooldown;
+    while shared.start.elapsed() < total {
+        std::thread::sleep(Duration::from_millis(200).min(total.saturating_sub(shared.start.elapsed())));
+        on_progress(shared.start.elapsed().as_secs_f64(), counters.finished.load(Ordering::Relaxed));
+    }
+    if run.drain {
+        shared.draining.store(true, Ordering::Release);
+        for unparker in &unparkers {
+            unparker.unpark();
+        }
+        while !counters.idle() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        shared.phase.store(FLUSH, Ordering::Release);
+    } else {
+        shared.phase.store(STOP, Ordering::Release);
+    }
+    for unparker in &unparkers {
+        unparker.unpark();
+    }
+    let workers: Vec<Worker> = handles.into_iter().map(|h| h.join().expect("engine thread panicked")).collect();
+
+    let mut recorder = Recorder::new(measured);
+    let mut history = Vec::new();
+    for worker in &workers {
+        recorder.merge(&worker.recorder);
+    }
+    let mut all_nodes: Vec<&Node> = Vec::new();
+    for worker in &workers {
+        all_nodes.extend(worker.nodes.iter());
+    }
+    let store = run.drain.then(|| {
+        for node in &all_nodes {
+            if let Node::Client(client) = node {
+                assert_eq!(client.live(), 0, "drained run still has live transactions");
+            }
+        }
+        super::final_store(&all_nodes, workload.key_count())
+    });
+    for mut worker in workers {
+        if let Some(mut records) = worker.history.take() {
+            history.append(&mut records);
+        }
+    }
+    Ok(ThreadedReport { recorder, measured_s: run.duration.as_secs_f64(), history, store, threads })
+}

@@ -1,0 +1,41 @@
+//! A component of any kind, so drivers can host a mix of them uniformly.
+
+use crate::client::Client;
+use crate::component::{Context, Deadline};
+use crate::message::Message;
+use crate::processor::Processor;
+use crate::reorder_worker::ReorderWorker;
+use crate::storage::StoragePartition;
+use crate::validator::Validator;
+
+#[derive(Debug)]
+pub enum Node {
+    Client(Client),
+    Processor(Processor),
+    Storage(StoragePartition),
+    Validator(Validator),
+    Reorder(Box<ReorderWorker>),
+}
+
+impl Node {
+    #[inline]
+    pub fn handle(&mut self, message: Message, ctx: &mut Context) {
+        match self {
+            Node::Client(c) => c.handle(message, ctx),
+            Node::Processor(p) => p.handle(message, ctx),
+            Node::Storage(s) => s.handle(message, ctx),
+            Node::Validator(v) => v.handle(message, ctx),
+            Node::Reorder(r) => r.handle(message, ctx),
+        }
+    }
+
+    /// Lets the component act on the passage of time (batch waits); returns its next deadline.
+    #[inline]
+    pub fn tick(&mut self, ctx: &mut Context) -> Deadline {
+        match self {
+            Node::Storage(s) => s.tick(ctx),
+            Node::Validator(v) => v.tick(ctx),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Versioned storage (§2, §3.1): one partition of the key space, keys `k` with
+//! `k % partitions == index`.
+//!
+//! Every value carries the version (commit timestamp) of the transaction that wrote it. A
+//! write older than the stored version is ignored, so committed writes may arrive in any order
+//! and the store still converges to the last one in serialization order.
+//!
+//! With *storage batching* requests queue until a batch is full (or its wait runs out) and are
+//! then served together: in arrival order (`batch` mode), or with *storage reordering*
+//! (`sr`, `srvc`): every write of the batch first, then every read, so no read in the batch
+//! returns a value that a write sitting next to it in the queue has already replaced; such a
+//! read would be bound to fail validation.
+
+use ordo_workload::{Key, Value, Workload};
+
+use crate::component::{Context, Deadline};
+use crate::message::{Address, Message, Ts};
+
+#[derive(Debug)]
+pub struct StoragePartition {
+    index: u16,
+    partitions: u16,
+    /// `(value, version)` of key `index + i * partitions` at position `i`.
+    records: Vec<(Value, Ts)>,
+    batching: bool,
+    writes_first: bool,
+    batch_size: usize,
+    batch_wait_us_max: u64,
+    pending: Vec<Message>,
+    batch_started_us: u64,
+}
+
+impl StoragePartition {
+    #[allow(clippy::fn_params_excessive_bools)]
+    pub fn new(
+        index: u16,
+        partitions: u16,
+        workload: &dyn Workload,
+        batching: bool,
+        writes_first: bool,
+        batch_size: usize,
+        batch_wait_us_max: u64,
+    ) -> Self {
+        let keys = workload.key_count();
+        let records =
+            (u64::from(index)..keys).step_by(usize::from(partitions)).map(|k| (workload.initial_value(k), 0)).collect();
+        StoragePartition {
+            index,
+            partitions,
+            records,
+            batching,
+            writes_first,
+            batch_size,
+            batch_wait_us_max,
+            pending: Vec::new(),
+            batch_started_us: 0,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, key: Key) -> usize {
+        debug_assert_eq!(
+            key % u64::from(self.partitions),
+            u64::from(self.index),
+            "key {key} routed to the wrong partition"
+        );
+        (key / u64::from(self.partitions)) as usize
+    }
+
+    /// The value and version of `key` (for checks after a run).
+    pub fn get(&self, key: Key) -> (Value, Ts) {
+        self.records[self.slot(key)]
+    }
+
+    /// Every `(key, value, version)` of this partition.
+    pub fn records(&self) -> impl Iterator<Item = (Key, Value, Ts)> + '_ {
+        self.records.iter().enumerate().map(|(i, &(value, version))| {
+            (i as u64 * u64::from(self.partitions) + u64::from(self.index), value, version)
+        })
+    }
+
+    pub fn handle(&mut self, message: Message, ctx: &mut Context) {
+        if !self.batching {
+            self.serve(message, ctx);
+            return;
+        }
+        if self.pending.is_empty() {
+            self.batch_started_us = ctx.now_us;
+        }
+        self.pending.push(message);
+        if self.pending.len() >= self.batch_size {
+            self.serve_batch(ctx);
+        }
+    }
+
+    pub fn tick(&mut self, ctx: &mut Context) -> Deadline {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let due = self.batch_started_us + self.batch_wait_us_max;
+        if ctx.now_us >= due {
+            self.serve_batch(ctx);
+            None
+        } else {
+            Some(due)
+        }
+    }
+
+    fn serve_batch(&mut self, ctx: &mut Context) {
+        let mut batch = std::mem::take(&mut self.pending);
+        if self.writes_first {
+            for message in &batch {
+                if let Message::Write { writes } = message {
+                    self.apply(writes);
+                }
+            }
+            for message in batch.drain(..) {
+                if !matches!(message, Message::Write { .. }) {
+                    self.serve(message, ctx);
+                }
+            }
+        } else {
+            for message in batch.drain(..) {
+                self.serve(message, ctx);
+            }
+        }
+        self.pending = batch;
+    }
+
+    fn apply(&mut self, writes: &[(Key, Value, Ts)]) {
+        for &(key, value, version) in writes {
+            let slot = self.slot(key);
+            let record = &mut self.records[slot];
+            if version > record.1 {
+                *record = (value, version);
+            }
+        }
+    }
+
+    fn serve(&mut self, message: Message, ctx: &mut Context) {
+        match message {
+            Message::Read { txn, keys } => {
+                let values = keys
+                    .iter()
+                    .map(|&(position, key)| {
+                        let (value, version) = self.records[self.slot(key)];
+                        (position, value, version)
+                    })
+                    .collect();
+                ctx.send(Address::Processor(txn.processor), Message::ReadReply { txn, values });
+            }
+            Message::Write { writes } => self.apply(&writes),
+            other => debug_assert!(false, "storage got {other:?}"),
+        }
+    }
+}
