@@ -56,7 +56,9 @@ pub fn build(
         config.validator_batch_size,
         config.validator_batch_wait_us_max,
         config.reorder_workers as u16,
+        config.guard_restarts,
     );
+
     nodes.push((Address::Validator, Node::Validator(validator)));
     for index in 0..config.reorder_workers as u16 {
         let worker = ReorderWorker::new(config.reorder, timed_reordering)

@@ -171,6 +171,9 @@ pub struct PipelineConfig {
     pub validator_batch_wait_us_max: u64,
     /// How validator batches are reordered.
     pub reorder: FvsConfig,
+    /// Restarts after which a transaction pins its keys at the validator (starvation guard);
+    /// `None` turns the guard off.
+    pub guard_restarts: Option<u32>,
     pub placement: Placement,
 }
 
@@ -188,6 +191,8 @@ impl Default for PipelineConfig {
             validator_batch_size: 40,
             validator_batch_wait_us_max: 100,
             reorder: FvsConfig::default(),
+            guard_restarts: None,
+
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
         }
     }

@@ -39,6 +39,16 @@ pub struct TxnRef {
     pub attempt: u32,
 }
 
+/// One key of a read request and, in the reply, what storage found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadItem {
+    /// Index of the read in the transaction's read set.
+    pub position: u16,
+    pub key: Key,
+    pub value: Value,
+    pub version: Ts,
+}
+
 /// A transaction submitted by a client.
 #[derive(Debug, Clone)]
 pub struct Submission {
@@ -96,6 +106,10 @@ pub struct ReorderBatch {
     /// Sequence number of the batch at the validator.
     pub sequence: u64,
     pub requests: Vec<ValidationRequest>,
+    /// Transactions of the batch that failed pre-validation, and why; told only after the
+    /// batch's commits, so that their restarts read what the batch wrote.
+    pub rejected: Vec<(ValidationRequest, AbortCause)>,
+
     /// Filled by the reorder worker.
     pub plan: Plan,
     /// Time the worker spent planning.
@@ -106,15 +120,16 @@ pub struct ReorderBatch {
 pub enum Message {
     /// Client -> processor: run this transaction.
     Submit(Box<Submission>),
-    /// Processor -> storage: read these keys (with their position in the round).
+    /// Processor -> storage: read these keys. Storage fills in values and versions in place
+    /// and sends the same buffer back as `ReadReply`.
     Read {
         txn: TxnRef,
-        keys: Vec<(u16, Key)>,
+        items: Vec<ReadItem>,
     },
-    /// Storage -> processor: the values and versions, by position.
+    /// Storage -> processor.
     ReadReply {
         txn: TxnRef,
-        values: Vec<(u16, Value, Ts)>,
+        items: Vec<ReadItem>,
     },
     /// Processor -> storage: install committed writes.
     Write {

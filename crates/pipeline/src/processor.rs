@@ -24,7 +24,9 @@ use std::sync::Arc;
 use ordo_workload::{Key, Step, Value, Workload};
 
 use crate::component::Context;
-use crate::message::{Address, CommitRecord, Decision, Message, Outcome, Submission, Ts, TxnRef, ValidationRequest};
+use crate::message::{
+    Address, CommitRecord, Decision, Message, Outcome, ReadItem, Submission, Ts, TxnRef, ValidationRequest,
+};
 
 #[derive(Debug)]
 struct LiveTxn {
@@ -50,7 +52,7 @@ pub struct Processor {
     free: Vec<u32>,
     /// Scratch: keys of the round being issued, and per-partition read lists.
     round_keys: Vec<Key>,
-    per_partition: Vec<Vec<(u16, Key)>>,
+    per_partition: Vec<Vec<ReadItem>>,
     write_batches: Vec<Vec<(Key, Value, Ts)>>,
 }
 
@@ -81,7 +83,7 @@ impl Processor {
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {
         match message {
             Message::Submit(submission) => self.start(*submission, ctx),
-            Message::ReadReply { txn, values } => self.read_reply(txn, &values, ctx),
+            Message::ReadReply { txn, items } => self.read_reply(txn, &items, ctx),
             Message::Decide { txn, decision } => self.decide(txn, decision, ctx),
             other => debug_assert!(false, "processor got {other:?}"),
         }
@@ -133,12 +135,17 @@ impl Processor {
     fn issue_reads(&mut self, txn: TxnRef, base: usize, ctx: &mut Context) {
         for (position, &key) in self.round_keys.iter().enumerate() {
             let partition = usize::from(self.partition_of(key));
-            self.per_partition[partition].push(((base + position) as u16, key));
+            self.per_partition[partition].push(ReadItem {
+                position: (base + position) as u16,
+                key,
+                value: 0,
+                version: 0,
+            });
         }
         let mut messages = 0u16;
         for (partition, keys) in self.per_partition.iter_mut().enumerate() {
             if !keys.is_empty() {
-                ctx.send(Address::Storage(partition as u16), Message::Read { txn, keys: std::mem::take(keys) });
+                ctx.send(Address::Storage(partition as u16), Message::Read { txn, items: std::mem::take(keys) });
                 messages += 1;
             }
         }
@@ -146,7 +153,7 @@ impl Processor {
         live.pending_replies = messages;
     }
 
-    fn read_reply(&mut self, txn: TxnRef, values: &[(u16, Value, Ts)], ctx: &mut Context) {
+    fn read_reply(&mut self, txn: TxnRef, items: &[ReadItem], ctx: &mut Context) {
         let Some(live) = self.slots[txn.slot as usize].as_mut() else {
             debug_assert!(false, "reply for a free slot");
             return;
@@ -155,10 +162,10 @@ impl Processor {
             debug_assert!(false, "reply for an earlier attempt");
             return;
         }
-        for &(position, value, version) in values {
-            let position = usize::from(position);
-            live.values[position] = value;
-            live.read_set[position].1 = version;
+        for item in items {
+            let position = usize::from(item.position);
+            live.values[position] = item.value;
+            live.read_set[position].1 = item.version;
         }
         debug_assert!(live.pending_replies > 0, "more replies than reads");
         live.pending_replies -= 1;
@@ -173,9 +180,11 @@ impl Processor {
         if user_abort {
             live.writes.clear();
         }
+        // The read set goes to the validator; a copy stays only when the run records history.
+        let reads = if ctx.history.is_some() { live.read_set.clone() } else { std::mem::take(&mut live.read_set) };
         let request = ValidationRequest {
             txn: TxnRef { processor: self.index, slot, attempt: live.attempt },
-            reads: live.read_set.clone(),
+            reads,
             writes: live.writes.iter().map(|&(key, _)| key).collect(),
             restarts: live.restarts,
             user_abort,

@@ -139,15 +139,11 @@ impl StoragePartition {
 
     fn serve(&mut self, message: Message, ctx: &mut Context) {
         match message {
-            Message::Read { txn, keys } => {
-                let values = keys
-                    .iter()
-                    .map(|&(position, key)| {
-                        let (value, version) = self.records[self.slot(key)];
-                        (position, value, version)
-                    })
-                    .collect();
-                ctx.send(Address::Processor(txn.processor), Message::ReadReply { txn, values });
+            Message::Read { txn, mut items } => {
+                for item in &mut items {
+                    (item.value, item.version) = self.records[self.slot(item.key)];
+                }
+                ctx.send(Address::Processor(txn.processor), Message::ReadReply { txn, items });
             }
             Message::Write { writes } => self.apply(&writes),
             other => debug_assert!(false, "storage got {other:?}"),

@@ -124,3 +124,19 @@ fn reordering_and_batching_record_their_causes() {
     assert_eq!(base.recorder.aborts(ordo_harness::AbortCause::Reorder), 0);
     assert!(base.recorder.aborts(ordo_harness::AbortCause::FinalValidation) > 0);
 }
+
+#[test]
+fn the_starvation_guard_keeps_serializability_and_bounds_restarts() {
+    for mode in Mode::ALL {
+        for workload in workloads(0.99) {
+            let config = PipelineConfig { guard_restarts: Some(3), ..small_config(mode) };
+            for seed in seeds(4) {
+                run_and_check(&config, &workload, seed, 500);
+            }
+        }
+    }
+    let workload = &workloads(0.99)[0];
+    let config = PipelineConfig { guard_restarts: Some(3), ..small_config(Mode::Base) };
+    let report = simulate(&config, workload, SimulationConfig::default()).unwrap();
+    assert!(report.recorder.aborts(ordo_harness::AbortCause::Pinned) > 0, "θ = 0.99 on 200 keys must need pins");
+}
