@@ -46,7 +46,7 @@ pub struct BatchSummary {
     pub reorder_us_p99: f64,
 }
 
-/// Standard deviations over repeated runs.
+/// One statistic (standard deviation or median) of the main measurements over repeated runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub throughput_tps: f64,
@@ -76,6 +76,9 @@ pub struct RunResult {
     /// Standard deviations when `runs > 1`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub std: Option<Spread>,
+    /// Medians when `runs > 1` (robust to one slow run on a shared machine).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub median: Option<Spread>,
 }
 
 impl RunResult {
@@ -134,6 +137,7 @@ impl RunResult {
             batches: batch_summary,
             commits_by_procedure,
             std: None,
+            median: None,
         }
     }
 
@@ -148,6 +152,12 @@ impl RunResult {
         let std = |f: &dyn Fn(&RunResult) -> f64| {
             let m = mean(f);
             (runs.iter().map(|r| (f(r) - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        let median = |f: &dyn Fn(&RunResult) -> f64| {
+            let mut values: Vec<f64> = runs.iter().map(f).collect();
+            values.sort_by(f64::total_cmp);
+            let middle = values.len() / 2;
+            if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
         };
         let mean_map = |f: &dyn Fn(&RunResult) -> &BTreeMap<String, f64>| {
             let mut out: BTreeMap<String, f64> = BTreeMap::new();
@@ -190,6 +200,13 @@ impl RunResult {
                 latency_us_mean: std(&|r| r.latency_us.mean),
                 latency_us_p95: std(&|r| r.latency_us.p95),
                 latency_us_p99: std(&|r| r.latency_us.p99),
+            }),
+            median: Some(Spread {
+                throughput_tps: median(&|r| r.throughput_tps),
+                abort_rate: median(&|r| r.abort_rate),
+                latency_us_mean: median(&|r| r.latency_us.mean),
+                latency_us_p95: median(&|r| r.latency_us.p95),
+                latency_us_p99: median(&|r| r.latency_us.p99),
             }),
         }
     }
@@ -235,8 +252,12 @@ impl RunResult {
         row.push(("batch_fvs_mean".into(), format!("{:.3}", b.fvs_mean)));
         row.push(("reorder_us_mean".into(), format!("{:.2}", b.reorder_us_mean)));
         row.push(("reorder_us_p99".into(), format!("{:.2}", b.reorder_us_p99)));
+        if let Some(m) = &self.median {
+            row.push(("throughput_tps_median".into(), format!("{:.1}", m.throughput_tps)));
+        }
         if let Some(s) = &self.std {
             row.push(("throughput_tps_std".into(), format!("{:.1}", s.throughput_tps)));
+
             row.push(("abort_rate_std".into(), format!("{:.5}", s.abort_rate)));
             row.push(("latency_us_p99_std".into(), format!("{:.1}", s.latency_us_p99)));
         }

@@ -38,7 +38,7 @@ use crate::node::Node;
 /// Messages handled between two clock reads.
 const MESSAGES_PER_CLOCK_READ: usize = 64;
 /// Messages handled before outboxes are flushed, even if more are queued.
-const MESSAGES_PER_FLUSH: usize = 64;
+const MESSAGES_PER_FLUSH: usize = 256;
 /// Longest park when no timer is pending.
 const PARK_US_MAX: u64 = 1000;
 /// How long an idle thread polls its inbox before parking. Waking a parked thread costs a

@@ -105,6 +105,10 @@ fn validate(args: &BenchArgs) -> Result<()> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
+    let stdout_only = |path: &Option<PathBuf>| path.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if stdout_only(&args.json) && stdout_only(&args.csv) {
+        bail!("--json and --csv cannot both go to stdout");
+    }
     validate(args)?;
     let planned = match args.engine.as_str() {
         "pipeline" => pipeline::plan(args)?,
@@ -120,43 +124,50 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         history: args.history.clone(),
         verify: args.verify,
     };
-    let mut results: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
+    // Runs are interleaved (round 1 of every point, then round 2, ...), so a slow spell of a
+    // shared machine hits every configuration alike instead of one of them.
     let total = planned.len();
-    for (index, point) in planned.iter().enumerate() {
-        let mut runs = Vec::new();
-        for run_index in 0..args.runs {
+    let mut runs: Vec<Vec<RunResult>> = planned.iter().map(|_| Vec::new()).collect();
+    let mut results: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
+    for round in 0..args.runs {
+        for (index, point) in planned.iter().enumerate() {
             let label: Vec<String> = point.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let prefix = format!(
                 "[{}/{total}{}] {}",
                 index + 1,
-                if args.runs > 1 { format!(" run {}/{}", run_index + 1, args.runs) } else { String::new() },
+                if args.runs > 1 { format!(" run {}/{}", round + 1, args.runs) } else { String::new() },
                 label.join(" ")
             );
             let bar = ordo_harness::progress::timed(&prefix, args.warmup + args.duration + args.cooldown);
-            let result = (point.run)(&options, args.seed + run_index as u64, &bar)
+            let result = (point.run)(&options, args.seed + round as u64, &bar)
                 .with_context(|| format!("configuration {}", label.join(" ")))?;
             bar.finish_and_clear();
-            runs.push(result);
+            runs[index].push(result);
+            results = planned
+                .iter()
+                .zip(&runs)
+                .filter(|(_, done)| !done.is_empty())
+                .map(|(point, done)| (point.label.clone(), RunResult::aggregate(done)))
+                .collect();
+            write_files(args, &results, false)?;
         }
-        results.push((point.label.clone(), RunResult::aggregate(&runs)));
-        write_files(args, &results)?;
     }
-    let to_stdout = |path: &Option<PathBuf>| path.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if !to_stdout(&args.json) && !to_stdout(&args.csv) {
+    if stdout_only(&args.json) || stdout_only(&args.csv) {
+        write_files(args, &results, true)?;
+    } else {
         print!("{}", render(&results));
     }
     Ok(())
 }
 
-fn write_files(args: &BenchArgs, results: &[(Vec<(String, String)>, RunResult)]) -> Result<()> {
+/// Writes the result files; stdout only once, at the end (`finished`), files after every run.
+fn write_files(args: &BenchArgs, results: &[(Vec<(String, String)>, RunResult)], finished: bool) -> Result<()> {
     let records: Vec<&RunResult> = results.iter().map(|(_, r)| r).collect();
-    if let Some(path) = &args.json {
-        // Written once at the end when it goes to stdout, after every point otherwise.
-        if path.as_os_str() != "-" || records.len() == results.len() {
-            write_json(path, &records)?;
-        }
+    let due = |path: &PathBuf| (path.as_os_str() == "-") == finished;
+    if let Some(path) = args.json.as_ref().filter(|p| due(p)) {
+        write_json(path, &records)?;
     }
-    if let Some(path) = &args.csv {
+    if let Some(path) = args.csv.as_ref().filter(|p| due(p)) {
         let rows: Vec<_> = records.iter().map(|r| r.flat()).collect();
         write_flat_csv(path, &rows)?;
     }
@@ -186,6 +197,7 @@ pub fn render(results: &[(Vec<(String, String)>, RunResult)]) -> String {
     );
     if several_runs {
         header.insert(first_label.len() + 1, "± std".into());
+        header.insert(first_label.len() + 2, "median".into());
     }
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut table = Table::new(&header_refs);
@@ -194,7 +206,9 @@ pub fn render(results: &[(Vec<(String, String)>, RunResult)]) -> String {
         row.push(format!("{:.0}", r.throughput_tps));
         if several_runs {
             row.push(format!("{:.0}", r.std.map_or(0.0, |s| s.throughput_tps)));
+            row.push(format!("{:.0}", r.median.map_or(0.0, |s| s.throughput_tps)));
         }
+
         let measured_s = r.info.duration_s.max(f64::MIN_POSITIVE);
         row.extend([
             format!("{:.1}%", 100.0 * r.abort_rate),

@@ -51,7 +51,8 @@ pub struct PipelineArgs {
     #[arg(long, default_value_t = 1)]
     pub processors: usize,
     /// Storage partitions.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 1)]
+
     pub storage_workers: usize,
     /// Starvation guard: a transaction that restarted this many times pins its keys at the
     /// validator until it commits (0: off); a list sweeps.
