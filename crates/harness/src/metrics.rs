@@ -20,8 +20,6 @@ pub enum AbortCause {
     Reorder,
     /// Pipeline: stale read found by (final) validation.
     FinalValidation,
-    /// Pipeline: would overwrite a key pinned by a starving transaction (starvation guard).
-    Pinned,
     /// Thread-per-worker protocols: validation failed, a lock was busy, or a newer version won.
     Conflict,
     /// Wait-die: an older transaction held the lock.
@@ -35,11 +33,10 @@ pub enum AbortCause {
 }
 
 impl AbortCause {
-    pub const ALL: [AbortCause; 9] = [
+    pub const ALL: [AbortCause; 8] = [
         AbortCause::PreValidation,
         AbortCause::Reorder,
         AbortCause::FinalValidation,
-        AbortCause::Pinned,
         AbortCause::Conflict,
         AbortCause::Die,
         AbortCause::Serialization,
@@ -52,7 +49,6 @@ impl AbortCause {
             AbortCause::PreValidation => "pre_validation",
             AbortCause::Reorder => "reorder",
             AbortCause::FinalValidation => "final_validation",
-            AbortCause::Pinned => "pinned",
 
             AbortCause::Conflict => "conflict",
             AbortCause::Die => "die",

@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with lists).
     Bench(Box<commands::bench::BenchArgs>),
+    /// The one-minute demonstration: base against srvc on the micro-benchmark at several skews.
+    Headline(commands::headline::HeadlineArgs),
     /// Check that a recorded transaction history (JSON lines) is serializable.
     Check(commands::check::CheckArgs),
     /// Plan one batch: which transactions to abort and in which order to validate the rest.
@@ -39,6 +41,7 @@ fn main() {
     let result = match cli.command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Check(args) => commands::check::run(&args),
+        Command::Headline(args) => commands::headline::run(&args),
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
         Command::ZipfBench(args) => commands::zipf_bench::run(&args),

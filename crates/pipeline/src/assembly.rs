@@ -56,7 +56,6 @@ pub fn build(
         config.validator_batch_size,
         config.validator_batch_wait_us_max,
         config.reorder_workers as u16,
-        config.guard_restarts,
     );
 
     nodes.push((Address::Validator, Node::Validator(validator)));

@@ -164,17 +164,16 @@ pub struct PipelineConfig {
     pub reorder_workers: usize,
     /// Requests per storage batch.
     pub storage_batch_size: usize,
-    /// A partial storage batch is served after this long.
+    /// A partial storage batch is served at the end of its thread's turn once it has waited
+    /// this long; 0 serves it as soon as no more requests are queued (natural batching).
     pub storage_batch_wait_us_max: u64,
     /// Transactions per validator batch (B).
     pub validator_batch_size: usize,
-    /// A partial validator batch is closed after this long.
+    /// A partial validator batch is closed at the end of its thread's turn once it has waited
+    /// this long; 0 closes it as soon as no more requests are queued (natural batching).
     pub validator_batch_wait_us_max: u64,
     /// How validator batches are reordered.
     pub reorder: FvsConfig,
-    /// Restarts after which a transaction pins its keys at the validator (starvation guard);
-    /// `None` turns the guard off.
-    pub guard_restarts: Option<u32>,
     pub placement: Placement,
 }
 
@@ -189,11 +188,11 @@ impl Default for PipelineConfig {
 
             reorder_workers: 1,
             storage_batch_size: 40,
-            storage_batch_wait_us_max: 50,
+            storage_batch_wait_us_max: 0,
             validator_batch_size: 40,
-            validator_batch_wait_us_max: 100,
+            validator_batch_wait_us_max: 0,
+
             reorder: FvsConfig::default(),
-            guard_restarts: None,
 
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
         }

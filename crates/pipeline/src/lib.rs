@@ -37,6 +37,6 @@ pub mod storage;
 pub mod validator;
 
 pub use config::{ConfigError, Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, Role};
-pub use driver::simulation::{SimulationConfig, SimulationReport, simulate};
+pub use driver::simulation::{SimulationConfig, SimulationError, SimulationReport, simulate};
 pub use driver::threaded::{ThreadedReport, ThreadedRun, run_threaded};
 pub use message::{CommitRecord, Ts};

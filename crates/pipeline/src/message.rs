@@ -106,9 +106,9 @@ pub struct ReorderBatch {
     /// Sequence number of the batch at the validator.
     pub sequence: u64,
     pub requests: Vec<ValidationRequest>,
-    /// Transactions of the batch that failed pre-validation, and why; told only after the
-    /// batch's commits, so that their restarts read what the batch wrote.
-    pub rejected: Vec<(ValidationRequest, AbortCause)>,
+    /// Transactions of the batch that failed pre-validation; told only after the batch's
+    /// commits, so that their restarts read what the batch wrote.
+    pub rejected: Vec<ValidationRequest>,
 
     /// Filled by the reorder worker.
     pub plan: Plan,

@@ -5,8 +5,10 @@
 //! write older than the stored version is ignored, so committed writes may arrive in any order
 //! and the store still converges to the last one in serialization order.
 //!
-//! With *storage batching* requests queue until a batch is full (or its wait runs out) and are
-//! then served together: in arrival order (`batch` mode), or with *storage reordering*
+//! With *storage batching* requests queue until a batch is full (or, once nothing more is
+//! queued, its wait runs out) and are then served together: in arrival order (`batch` mode), or
+//! with *storage reordering*
+
 //! (`sr`, `srvc`): every write of the batch first, then every read, so no read in the batch
 //! returns a value that a write sitting next to it in the queue has already replaced; such a
 //! read would be bound to fail validation.

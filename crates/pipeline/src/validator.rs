@@ -10,7 +10,7 @@
 //! three-stage pipeline of Appendix A (Fig. 25):
 //!
 //! ```text
-//!  requests ─> batch preparation ─(B requests or the wait ran out)─┐
+//!  requests ─> batch preparation ─(B requests, or none queued)─────┐
 //!                                                                  │ pre-validation against the
 //!                                                                  │ cache: stale -> abort
 //!              reorder workers (1..N, in parallel, any order) <────┘
@@ -20,27 +20,22 @@
 //!               against the cache as it is *now* (batches committed meanwhile count)
 //! ```
 //!
+//! A partial batch closes when the validator's thread has no more requests queued and the
+//! batch has waited `batch_wait_us_max` (0 by default: *natural batching*, so batches are as
+//! large as the load makes them and never wait on an idle system).
+//!
 //! Pre-validation lives here, next to the cache, so reorder workers share no state: they get
+
 //! the viable transactions and return a plan. In `batch` mode (batching without reordering) a
 //! closed batch is validated at once in arrival order. Batched modes announce a batch's commits
 //! before its aborts: a processor handles messages in order, so the aborted transactions'
 //! restarts read what the batch just wrote.
-//!
-//! **Starvation guard** (beyond the paper, off unless configured). Under heavy skew a
-//! transaction that read-modify-writes a hot key can abort indefinitely: by the time it is
-//! validated, some other transaction has overwritten the key. Once a transaction has restarted
-//! `guard_restarts` times, the validator *pins* every key it touched (all or none: only if no
-//! other transaction holds a pin on any of them). Until it commits, any other transaction that
-//! would write a pinned key is aborted (`pinned`). Its next attempt reads keys nobody can
-//! overwrite, so it commits; pins held by one transaction cover all its keys, so two pinned
-//! transactions never block each other.
 
-use foldhash::HashMap;
 use ordo_harness::AbortCause;
 use ordo_reorder::Plan;
 
 use crate::component::{Context, Deadline};
-use crate::message::{Address, Decision, Message, ReorderBatch, Ts, TxnRef, ValidationRequest};
+use crate::message::{Address, Decision, Message, ReorderBatch, Ts, ValidationRequest};
 
 #[derive(Debug)]
 pub struct Validator {
@@ -56,25 +51,6 @@ pub struct Validator {
     batch: Vec<ValidationRequest>,
     batch_started_us: u64,
     batches_sent: u64,
-    /// Restarts after which a transaction pins its keys (`None`: no starvation guard).
-    guard_restarts: Option<u32>,
-    /// Owner token of the pin on each key (0: unpinned).
-    pin_owner: Vec<u64>,
-    /// Keys pinned by each owner.
-    pins: HashMap<u64, Vec<u64>>,
-}
-
-/// Why a request cannot commit now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    Admissible,
-    Stale,
-    Pinned,
-}
-
-/// The pin owner of a live transaction: stable across its attempts.
-fn owner(txn: TxnRef) -> u64 {
-    ((u64::from(txn.processor) << 32) | u64::from(txn.slot)) + 1
 }
 
 impl Validator {
@@ -86,7 +62,6 @@ impl Validator {
         batch_size: usize,
         batch_wait_us_max: u64,
         reorder_workers: u16,
-        guard_restarts: Option<u32>,
     ) -> Self {
         Validator {
             last_write: vec![0; key_count as usize],
@@ -100,9 +75,6 @@ impl Validator {
             batch: Vec::with_capacity(batch_size),
             batch_started_us: 0,
             batches_sent: 0,
-            guard_restarts,
-            pin_owner: if guard_restarts.is_some() { vec![0; key_count as usize] } else { Vec::new() },
-            pins: HashMap::default(),
         }
     }
 
@@ -115,8 +87,9 @@ impl Validator {
         match message {
             Message::Validate(request) => {
                 if !self.batching {
-                    let aborted = self.final_validation(&request, ctx);
-                    self.send_aborts(aborted.map(|cause| (&*request, cause)), ctx);
+                    if !self.try_commit(&request, ctx) {
+                        Self::send_aborts([(&*request, AbortCause::FinalValidation)], ctx);
+                    }
                     return;
                 }
                 if self.batch.is_empty() {
@@ -145,121 +118,68 @@ impl Validator {
         }
     }
 
-    /// Whether `request` can commit against the cache now.
+    /// Whether every read of `request` still sees the latest committed version.
     #[inline]
-    fn verdict(&self, request: &ValidationRequest) -> Verdict {
-        let current = request.reads.iter().all(|&(key, version)| {
+    fn reads_are_current(&self, request: &ValidationRequest) -> bool {
+        request.reads.iter().all(|&(key, version)| {
             let last = self.last_write[key as usize];
             debug_assert!(last >= version, "read version {version} of key {key} newer than the last commit {last}");
             last == version
-        });
-        if !current {
-            return Verdict::Stale;
-        }
-        if self.guard_restarts.is_some() && !self.pins.is_empty() {
-            let me = owner(request.txn);
-            if request.writes.iter().any(|&key| {
-                let holder = self.pin_owner[key as usize];
-                holder != 0 && holder != me
-            }) {
-                return Verdict::Pinned;
-            }
-        }
-        Verdict::Admissible
+        })
     }
 
-    /// Validates one request against the cache now: commits it (and sends the decision) or
-    /// returns why it aborts.
+    /// Validates one request against the cache now; if its reads are current, commits it and
+    /// sends the decision. Returns whether it committed.
     #[must_use = "an aborted transaction must be told"]
-    fn final_validation(&mut self, request: &ValidationRequest, ctx: &mut Context) -> Option<AbortCause> {
-        match self.verdict(request) {
-            Verdict::Stale => return Some(AbortCause::FinalValidation),
-            Verdict::Pinned => return Some(AbortCause::Pinned),
-            Verdict::Admissible => {}
+    fn try_commit(&mut self, request: &ValidationRequest, ctx: &mut Context) -> bool {
+        if !self.reads_are_current(request) {
+            return false;
         }
         let ts = self.next_ts;
         self.next_ts += 1;
         for &key in &request.writes {
             self.last_write[key as usize] = ts;
         }
-        self.unpin(request.txn);
         let txn = request.txn;
         ctx.send(Address::Processor(txn.processor), Message::Decide { txn, decision: Decision::Commit(ts) });
-        None
+        true
     }
 
-    /// Sends abort decisions (and pins the keys of transactions that keep losing).
-    fn send_aborts<'r>(
+    /// Final validation of `requests[i]` for every `i` of `order`, in that order; the commits
+    /// are announced as they happen, the aborts after them.
+    fn validate_in_order(
         &mut self,
-        aborts: impl IntoIterator<Item = (&'r ValidationRequest, AbortCause)>,
+        requests: &[ValidationRequest],
+        order: impl IntoIterator<Item = usize>,
         ctx: &mut Context,
     ) {
+        let aborted: Vec<usize> = order.into_iter().filter(|&i| !self.try_commit(&requests[i], ctx)).collect();
+        Self::send_aborts(aborted.iter().map(|&i| (&requests[i], AbortCause::FinalValidation)), ctx);
+    }
+
+    /// Sends abort decisions.
+    fn send_aborts<'r>(aborts: impl IntoIterator<Item = (&'r ValidationRequest, AbortCause)>, ctx: &mut Context) {
         for (request, cause) in aborts {
-            self.maybe_pin(request);
             let txn = request.txn;
             ctx.send(Address::Processor(txn.processor), Message::Decide { txn, decision: Decision::Abort(cause) });
         }
     }
 
-    fn maybe_pin(&mut self, request: &ValidationRequest) {
-        let Some(threshold) = self.guard_restarts else { return };
-        if request.restarts + 1 < threshold {
-            return;
-        }
-        let me = owner(request.txn);
-        if self.pins.contains_key(&me) {
-            return;
-        }
-        let keys = || request.reads.iter().map(|&(key, _)| key).chain(request.writes.iter().copied());
-        if keys().any(|key| self.pin_owner[key as usize] != 0) {
-            return;
-        }
-        let mut pinned: Vec<u64> = keys().collect();
-        pinned.sort_unstable();
-        pinned.dedup();
-        for &key in &pinned {
-            self.pin_owner[key as usize] = me;
-        }
-        self.pins.insert(me, pinned);
-    }
-
-    fn unpin(&mut self, txn: TxnRef) {
-        if self.pins.is_empty() {
-            return;
-        }
-        if let Some(keys) = self.pins.remove(&owner(txn)) {
-            for key in keys {
-                self.pin_owner[key as usize] = 0;
-            }
-        }
-    }
-
     fn close_batch(&mut self, ctx: &mut Context) {
-        let mut requests = std::mem::replace(&mut self.batch, Vec::with_capacity(self.batch_size));
+        let requests = std::mem::replace(&mut self.batch, Vec::with_capacity(self.batch_size));
         if !self.reordering {
             ctx.recorder.batch(ctx.now_us, requests.len(), 0, 0);
-            let aborted: Vec<(usize, AbortCause)> = (0..requests.len())
-                .filter_map(|i| self.final_validation(&requests[i], ctx).map(|cause| (i, cause)))
-                .collect();
-            self.send_aborts(aborted.iter().map(|&(i, cause)| (&requests[i], cause)), ctx);
+            self.validate_in_order(&requests, 0..requests.len(), ctx);
             return;
         }
         // Pre-validation: drop what can no longer commit before paying for reordering.
-        let mut rejected = Vec::new();
-        let mut viable = Vec::with_capacity(requests.len());
-        for request in requests.drain(..) {
-            match self.verdict(&request) {
-                Verdict::Admissible => viable.push(request),
-                Verdict::Stale => rejected.push((request, AbortCause::PreValidation)),
-                Verdict::Pinned => rejected.push((request, AbortCause::Pinned)),
-            }
-        }
+        let (viable, rejected): (Vec<ValidationRequest>, Vec<ValidationRequest>) =
+            requests.into_iter().partition(|request| self.reads_are_current(request));
         if viable.len() <= 1 {
             // Nothing to reorder.
             ctx.recorder.batch(ctx.now_us, viable.len(), 0, 0);
-            let aborted: Vec<AbortCause> = viable.iter().filter_map(|r| self.final_validation(r, ctx)).collect();
-            self.send_aborts(viable.iter().zip(aborted), ctx);
-            self.send_aborts(rejected.iter().map(|(r, cause)| (r, *cause)), ctx);
+            self.validate_in_order(&viable, 0..viable.len(), ctx);
+            Self::send_aborts(rejected.iter().map(|r| (r, AbortCause::PreValidation)), ctx);
             return;
         }
         let worker = self.next_worker;
@@ -277,19 +197,8 @@ impl Validator {
 
     /// Final validation of a reordered batch: validate the planned order, then abort the rest.
     fn validate_plan(&mut self, batch: &ReorderBatch, ctx: &mut Context) {
-        let aborted: Vec<(usize, AbortCause)> = batch
-            .plan
-            .order
-            .iter()
-            .filter_map(|&position| {
-                self.final_validation(&batch.requests[position], ctx).map(|cause| (position, cause))
-            })
-            .collect();
-        self.send_aborts(aborted.iter().map(|&(position, cause)| (&batch.requests[position], cause)), ctx);
-        self.send_aborts(
-            batch.plan.abort.iter().map(|&position| (&batch.requests[position], AbortCause::Reorder)),
-            ctx,
-        );
-        self.send_aborts(batch.rejected.iter().map(|(request, cause)| (request, *cause)), ctx);
+        self.validate_in_order(&batch.requests, batch.plan.order.iter().copied(), ctx);
+        Self::send_aborts(batch.plan.abort.iter().map(|&i| (&batch.requests[i], AbortCause::Reorder)), ctx);
+        Self::send_aborts(batch.rejected.iter().map(|r| (r, AbortCause::PreValidation)), ctx);
     }
 }

@@ -4,4 +4,5 @@ pub mod bench;
 pub mod check;
 pub mod fvs;
 pub mod fvs_bench;
+pub mod headline;
 pub mod zipf_bench;

@@ -104,9 +104,27 @@ fn validate(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+fn stdout_only(path: Option<&PathBuf>) -> bool {
+    path.is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// A configuration's label (its varying knobs, as `(column, value)`) and its result.
+pub type Labelled = (Vec<(String, String)>, RunResult);
+
 pub fn run(args: &BenchArgs) -> Result<()> {
-    let stdout_only = |path: &Option<PathBuf>| path.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if stdout_only(&args.json) && stdout_only(&args.csv) {
+    let results = execute(args)?;
+    if stdout_only(args.json.as_ref()) || stdout_only(args.csv.as_ref()) {
+        write_files(args, &results, true)?;
+    } else {
+        print!("{}", render(&results));
+    }
+    Ok(())
+}
+
+/// Runs every configuration of the sweep `--runs` times; returns each configuration's label
+/// and averaged result (files are written as results come in).
+pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
+    if stdout_only(args.json.as_ref()) && stdout_only(args.csv.as_ref()) {
         bail!("--json and --csv cannot both go to stdout");
     }
     validate(args)?;
@@ -128,7 +146,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     // shared machine hits every configuration alike instead of one of them.
     let total = planned.len();
     let mut runs: Vec<Vec<RunResult>> = planned.iter().map(|_| Vec::new()).collect();
-    let mut results: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
+    let mut results: Vec<Labelled> = Vec::new();
     for round in 0..args.runs {
         for (index, point) in planned.iter().enumerate() {
             let label: Vec<String> = point.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -152,16 +170,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             write_files(args, &results, false)?;
         }
     }
-    if stdout_only(&args.json) || stdout_only(&args.csv) {
-        write_files(args, &results, true)?;
-    } else {
-        print!("{}", render(&results));
-    }
-    Ok(())
+    Ok(results)
 }
 
 /// Writes the result files; stdout only once, at the end (`finished`), files after every run.
-fn write_files(args: &BenchArgs, results: &[(Vec<(String, String)>, RunResult)], finished: bool) -> Result<()> {
+fn write_files(args: &BenchArgs, results: &[Labelled], finished: bool) -> Result<()> {
     let records: Vec<&RunResult> = results.iter().map(|(_, r)| r).collect();
     let due = |path: &PathBuf| (path.as_os_str() == "-") == finished;
     if let Some(path) = args.json.as_ref().filter(|p| due(p)) {
@@ -175,7 +188,7 @@ fn write_files(args: &BenchArgs, results: &[(Vec<(String, String)>, RunResult)],
 }
 
 /// The result table: the sweep's varying knobs, then the measurements.
-pub fn render(results: &[(Vec<(String, String)>, RunResult)]) -> String {
+pub fn render(results: &[Labelled]) -> String {
     let Some((first_label, first)) = results.first() else {
         return String::new();
     };

@@ -26,12 +26,15 @@ pub struct PipelineArgs {
     /// Requests per storage batch; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "40")]
     pub storage_batch_size: Vec<usize>,
-    /// Longest wait before a partial validator batch is closed (µs).
-    #[arg(long, default_value_t = 100)]
+    /// A partial validator batch waits this long for more requests (µs); 0 closes it as soon
+    /// as no more requests are queued.
+    #[arg(long, default_value_t = 0)]
     pub batch_wait_us: u64,
-    /// Longest wait before a partial storage batch is served (µs).
-    #[arg(long, default_value_t = 50)]
+    /// A partial storage batch waits this long for more requests (µs); 0 serves it as soon as
+    /// no more requests are queued.
+    #[arg(long, default_value_t = 0)]
     pub storage_batch_wait_us: u64,
+
     /// Reordering algorithm (`<name>[_k<k>][+min]`, see `ordo fvs --help`); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "greedy_sort")]
     pub algorithm: Vec<String>,
@@ -52,12 +55,7 @@ pub struct PipelineArgs {
     pub processors: usize,
     /// Storage partitions.
     #[arg(long, default_value_t = 1)]
-
     pub storage_workers: usize,
-    /// Starvation guard: a transaction that restarted this many times pins its keys at the
-    /// validator until it commits (0: off); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub guard_restarts: Vec<u32>,
     /// Reorder workers; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub reorder_workers: Vec<usize>,
@@ -97,9 +95,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 for &batch_size in &p.batch_size {
                     for &storage_batch_size in &p.storage_batch_size {
                         for (algorithm, policy, reorder) in &reorders {
-                            for (&reorder_workers, &guard) in
-                                p.reorder_workers.iter().flat_map(|w| p.guard_restarts.iter().map(move |g| (w, g)))
-                            {
+                            for &reorder_workers in &p.reorder_workers {
                                 let config = PipelineConfig {
                                     mode,
                                     concurrency,
@@ -112,7 +108,6 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     validator_batch_size: batch_size,
                                     validator_batch_wait_us_max: p.batch_wait_us,
                                     reorder: *reorder,
-                                    guard_restarts: (guard > 0).then_some(guard),
                                     placement: placement.clone(),
                                 };
                                 config.validate()?;
@@ -124,7 +119,6 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     mode.validator_batching().then_some(batch_size),
                                     mode.storage_batching().then_some(storage_batch_size),
                                     mode.validator_reordering().then(|| (algorithm.clone(), *policy, reorder_workers)),
-                                    guard,
                                 );
                                 if seen.contains(&key) {
                                     continue;
@@ -166,9 +160,6 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                         if reorders_here { policy.name().into() } else { "-".into() },
                                     ));
                                 }
-                                if varies(p.guard_restarts.len()) {
-                                    label.push(("guard".into(), guard.to_string()));
-                                }
                                 if varies(p.reorder_workers.len()) {
                                     label.push((
                                         "reorder_workers".into(),
@@ -203,7 +194,6 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     knobs.insert("algorithm".into(), config.reorder.label().into());
     knobs.insert("policy".into(), config.reorder.policy.name().into());
     knobs.insert("placement".into(), config.placement.to_string().into());
-    knobs.insert("guard_restarts".into(), config.guard_restarts.unwrap_or(0).into());
 
     knobs.insert("threads".into(), config.placement.threads.len().into());
     let info = RunInfo {

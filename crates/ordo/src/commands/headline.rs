@@ -1,0 +1,85 @@
+//! `ordo headline`: the one-minute demonstration. The pipeline engine without any batching
+//! (`base`) against batching and reordering at storage and validator (`srvc`), on the paper's
+//! micro-benchmark at several skews, in one short table.
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser};
+use ordo_harness::output::Table;
+
+use super::bench::{BenchArgs, execute};
+
+#[derive(Debug, Args)]
+pub struct HeadlineArgs {
+    /// Zipf skews to compare, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.6,0.7,0.8,0.9")]
+    pub theta: Vec<f64>,
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// Live transactions. 100 fully loads the pipeline on 2 cores; the paper's 300 was chosen
+    /// for its Java prototype and makes every mode thrash here (see BENCHMARKS.md).
+    #[arg(long, default_value_t = 100)]
+    pub concurrency: usize,
+    /// Write the full results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// Lets the headline reuse `ordo bench`'s parser and defaults.
+#[derive(Debug, Parser)]
+struct BenchCommandLine {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+pub fn run(args: &HeadlineArgs) -> Result<()> {
+    let thetas: Vec<String> = args.theta.iter().map(ToString::to_string).collect();
+    let mut command_line = vec![
+        "ordo".to_owned(),
+        "--engine=pipeline".into(),
+        "--workload=micro".into(),
+        "--mode=base,srvc".into(),
+        format!("--concurrency={}", args.concurrency),
+        format!("--theta={}", thetas.join(",")),
+        format!("--duration={}", args.duration),
+        "--warmup=1".into(),
+    ];
+    if let Some(path) = &args.json {
+        command_line.push(format!("--json={}", path.display()));
+    }
+    let bench = BenchCommandLine::try_parse_from(&command_line).context("building the benchmark")?.bench;
+    let results = execute(&bench)?;
+    let mut table = Table::new(&[
+        "theta",
+        "base commits/s",
+        "srvc commits/s",
+        "srvc/base",
+        "base aborts",
+        "srvc aborts",
+        "base p95 µs",
+        "srvc p95 µs",
+    ]);
+    for &theta in &args.theta {
+        let find =
+            |mode: &str| results.iter().map(|(_, r)| r).find(|r| r.info.mode == mode && r.info.theta == theta).cloned();
+        let (Some(base), Some(srvc)) = (find("base"), find("srvc")) else { continue };
+        table.row(vec![
+            format!("{theta}"),
+            format!("{:.0}", base.throughput_tps),
+            format!("{:.0}", srvc.throughput_tps),
+            format!("{:.2}x", srvc.throughput_tps / base.throughput_tps.max(1.0)),
+            format!("{:.1}%", 100.0 * base.abort_rate),
+            format!("{:.1}%", 100.0 * srvc.abort_rate),
+            format!("{:.0}", base.latency_us.p95),
+            format!("{:.0}", srvc.latency_us.p95),
+        ]);
+    }
+    println!("{}", table.render());
+    println!(
+        "pipeline engine, micro-benchmark (100K keys, 5 reads + 5 writes), concurrency {}, batch 40; \
+         {} s measured per point after 1 s warm-up",
+        args.concurrency, args.duration
+    );
+
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `ordo bench` from the outside: the result contract, verification, history, and errors.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn ordo() -> Command {
+    Command::cargo_bin("ordo").unwrap()
+}
+
+const SHORT: [&str; 4] = ["--duration", "0.3", "--warmup", "0.1"];
+
+#[test]
+fn json_and_csv_follow_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    ordo()
+        .args(["bench", "--engine", "pipeline", "--workload", "micro", "--mode", "base,srvc", "--theta", "0.8"])
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .assert()
+        .success()
+        .stdout(contains("srvc"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        for field in ["engine", "workload", "mode", "theta", "commits", "throughput_tps", "abort_rate", "latency_us"] {
+            assert!(record.get(field).is_some(), "missing {field}");
+        }
+        for field in ["mean", "p50", "p95", "p99", "max"] {
+            assert!(record["latency_us"].get(field).is_some(), "missing latency_us.{field}");
+        }
+        assert!(record["commits"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(records[1]["mode"], "srvc");
+    assert!(records[1]["batches"]["count"].as_u64().unwrap() > 0, "srvc plans batches");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    assert!(text.starts_with("engine,workload,mode,theta"));
+}
+
+#[test]
+fn verify_checks_the_run_and_history_feeds_the_checker() {
+    ordo()
+        .args(["bench", "--workload", "smallbank", "--mix", "conserved", "--keys", "1000", "--theta", "0.9", "--verify"])
+        .args(SHORT)
+        .assert()
+        .success()
+        .stderr(contains("verified:"));
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.jsonl");
+    ordo().args(["bench", "--mode", "vc", "--keys", "2000"]).args(SHORT).arg("--history").arg(&history).assert().success();
+    ordo().arg("check").arg(&history).arg("--timestamps").assert().success();
+}
+
+#[test]
+fn bad_configuration_fails_before_running() {
+    let cases: [(&[&str], &str); 11] = [
+        (&["--theta", "1.5"], "--theta"),
+        (&["--mode", "fast"], "unknown mode"),
+        (&["--batch-size", "0"], "validator_batch_size"),
+        (&["--keys", "5"], "keys"),
+        (&["--workload", "tpcc"], "unknown workload"),
+        (&["--engine", "quantum"], "unknown engine"),
+        (&["--cooldown=-1"], "--cooldown"),
+        (&["--placement", "client,processor"], "no thread hosts"),
+        (&["--policy", "kind"], "unknown policy"),
+        (&["--theta", "0.5,0.6", "--history", "h.jsonl"], "--history records one run"),
+        (&["--workload", "smallbank", "--mix", "1,2,3"], "six weights"),
+    ];
+    for (args, expected) in cases {
+        ordo().arg("bench").args(args).args(SHORT).assert().code(1).stderr(contains(expected));
+    }
+    ordo().args(["bench", "--concurrency", "lots"]).assert().code(2);
+    ordo().args(["bench", "--duration", "0"]).assert().code(1).stderr(contains("--duration"));
+}
