@@ -45,14 +45,31 @@ fn json_and_csv_follow_the_contract() {
 #[test]
 fn verify_checks_the_run_and_history_feeds_the_checker() {
     ordo()
-        .args(["bench", "--workload", "smallbank", "--mix", "conserved", "--keys", "1000", "--theta", "0.9", "--verify"])
+        .args([
+            "bench",
+            "--workload",
+            "smallbank",
+            "--mix",
+            "conserved",
+            "--keys",
+            "1000",
+            "--theta",
+            "0.9",
+            "--verify",
+        ])
         .args(SHORT)
         .assert()
         .success()
         .stderr(contains("verified:"));
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.jsonl");
-    ordo().args(["bench", "--mode", "vc", "--keys", "2000"]).args(SHORT).arg("--history").arg(&history).assert().success();
+    ordo()
+        .args(["bench", "--mode", "vc", "--keys", "2000"])
+        .args(SHORT)
+        .arg("--history")
+        .arg(&history)
+        .assert()
+        .success();
     ordo().arg("check").arg(&history).arg("--timestamps").assert().success();
 }
 
