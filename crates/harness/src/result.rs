@@ -34,6 +34,7 @@ pub struct LatencySummary {
     pub p95: f64,
     pub p99: f64,
     pub p999: f64,
+    pub p9999: f64,
     pub max: f64,
 }
 
@@ -96,6 +97,7 @@ impl RunResult {
             p95: quantile(0.95),
             p99: quantile(0.99),
             p999: quantile(0.999),
+            p9999: quantile(0.9999),
             max: if histogram.is_empty() { 0.0 } else { histogram.max() as f64 },
         };
         let batches = recorder.batches();
@@ -184,6 +186,7 @@ impl RunResult {
                 p95: mean(&|r| r.latency_us.p95),
                 p99: mean(&|r| r.latency_us.p99),
                 p999: mean(&|r| r.latency_us.p999),
+                p9999: mean(&|r| r.latency_us.p9999),
                 max: mean(&|r| r.latency_us.max),
             },
             batches: BatchSummary {
@@ -236,7 +239,9 @@ impl RunResult {
             ("p95", l.p95),
             ("p99", l.p99),
             ("p999", l.p999),
+            ("p9999", l.p9999),
             ("max", l.max),
+
         ] {
             row.push((format!("latency_us_{name}"), format!("{value:.1}")));
         }
