@@ -241,7 +241,6 @@ impl RunResult {
             ("p999", l.p999),
             ("p9999", l.p9999),
             ("max", l.max),
-
         ] {
             row.push((format!("latency_us_{name}"), format!("{value:.1}")));
         }

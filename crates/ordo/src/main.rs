@@ -28,6 +28,8 @@ enum Command {
     Headline(commands::headline::HeadlineArgs),
     /// Check that a recorded transaction history (JSON lines) is serializable.
     Check(commands::check::CheckArgs),
+    /// Run one of the paper's experiments (or all) and write its data, charts and a report.
+    Figures(commands::figures::FiguresArgs),
     /// Plan one batch: which transactions to abort and in which order to validate the rest.
     Fvs(commands::fvs::FvsArgs),
     /// Compare the feedback vertex set algorithms on micro-benchmark batches (paper Fig. 5-6).
@@ -42,6 +44,7 @@ fn main() {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Headline(args) => commands::headline::run(&args),
+        Command::Figures(args) => commands::figures::run(&args),
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
         Command::ZipfBench(args) => commands::zipf_bench::run(&args),

@@ -57,8 +57,21 @@ pub struct FvsBenchArgs {
     pub csv: Option<PathBuf>,
 }
 
+impl FvsBenchArgs {
+    /// The command's defaults, for callers that run it programmatically.
+    pub fn defaults() -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct CommandLine {
+            #[command(flatten)]
+            args: FvsBenchArgs,
+        }
+        CommandLine::parse_from(["ordo"]).args
+    }
+}
+
 /// One (algorithm, θ) cell of Fig. 5-6.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FvsBenchRecord {
     pub algorithm: String,
     pub theta: f64,

@@ -2,11 +2,11 @@
 //! (`base`) against batching and reordering at storage and validator (`srvc`), on the paper's
 //! micro-benchmark at several skews, in one short table.
 
-use anyhow::{Context, Result};
-use clap::{Args, Parser};
+use anyhow::Result;
+use clap::Args;
 use ordo_harness::output::Table;
 
-use super::bench::{BenchArgs, execute};
+use super::bench::{execute, parse_bench_args};
 
 #[derive(Debug, Args)]
 pub struct HeadlineArgs {
@@ -25,13 +25,6 @@ pub struct HeadlineArgs {
     pub json: Option<std::path::PathBuf>,
 }
 
-/// Lets the headline reuse `ordo bench`'s parser and defaults.
-#[derive(Debug, Parser)]
-struct BenchCommandLine {
-    #[command(flatten)]
-    bench: BenchArgs,
-}
-
 pub fn run(args: &HeadlineArgs) -> Result<()> {
     let thetas: Vec<String> = args.theta.iter().map(ToString::to_string).collect();
     let mut command_line = vec![
@@ -47,7 +40,7 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
     if let Some(path) = &args.json {
         command_line.push(format!("--json={}", path.display()));
     }
-    let bench = BenchCommandLine::try_parse_from(&command_line).context("building the benchmark")?.bench;
+    let bench = parse_bench_args(&command_line)?;
     let results = execute(&bench)?;
     let mut table = Table::new(&[
         "theta",

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod figures;
 pub mod fvs;
 pub mod fvs_bench;
 pub mod headline;

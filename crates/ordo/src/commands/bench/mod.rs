@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
-use ordo_harness::RunResult;
 use ordo_harness::output::{Table, write_flat_csv, write_json};
+use ordo_harness::{RunInfo, RunResult};
 
 use workloads::WorkloadArgs;
 
@@ -56,6 +56,10 @@ pub struct BenchArgs {
     /// Write every committed transaction as JSON lines (one configuration and run only).
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Append every finished run to this JSON-lines file, and reuse the runs already in it
+    /// for the same configurations: an interrupted sweep resumes where it stopped.
+    #[arg(long)]
+    pub runs_log: Option<PathBuf>,
     /// After each run, let live transactions finish and check the recorded history with the
     /// serializability checker (and, for the pipeline, the serial replay of commit order).
     #[arg(long)]
@@ -66,6 +70,8 @@ pub struct BenchArgs {
 
 /// One configuration of a sweep, ready to run.
 pub struct Planned {
+    /// The configuration (its seed is the first run's).
+    pub info: RunInfo,
     /// Knobs that vary across the sweep, for the table: (column, value).
     pub label: Vec<(String, String)>,
     pub run: RunFn,
@@ -102,6 +108,19 @@ fn validate(args: &BenchArgs) -> Result<()> {
         bail!("--runs must be at least 1");
     }
     Ok(())
+}
+
+/// Lets other commands (headline, figures) reuse `ordo bench`'s parser and defaults.
+#[derive(Debug, clap::Parser)]
+struct BenchCommandLine {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+/// Parses `ordo bench` arguments (`argv[0]` is the program name).
+pub fn parse_bench_args(argv: &[String]) -> Result<BenchArgs> {
+    use clap::Parser;
+    Ok(BenchCommandLine::try_parse_from(argv).context("building the benchmark")?.bench)
 }
 
 fn stdout_only(path: Option<&PathBuf>) -> bool {
@@ -146,9 +165,21 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
     // shared machine hits every configuration alike instead of one of them.
     let total = planned.len();
     let mut runs: Vec<Vec<RunResult>> = planned.iter().map(|_| Vec::new()).collect();
+    if let Some(path) = &args.runs_log {
+        for logged in read_runs_log(path)? {
+            if let Some(index) = planned.iter().position(|p| same_configuration(&p.info, &logged.info))
+                && runs[index].len() < args.runs
+            {
+                runs[index].push(logged);
+            }
+        }
+    }
     let mut results: Vec<Labelled> = Vec::new();
     for round in 0..args.runs {
         for (index, point) in planned.iter().enumerate() {
+            if runs[index].len() > round {
+                continue;
+            }
             let label: Vec<String> = point.label.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let prefix = format!(
                 "[{}/{total}{}] {}",
@@ -160,6 +191,9 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
             let result = (point.run)(&options, args.seed + round as u64, &bar)
                 .with_context(|| format!("configuration {}", label.join(" ")))?;
             bar.finish_and_clear();
+            if let Some(path) = &args.runs_log {
+                append_run(path, &result)?;
+            }
             runs[index].push(result);
             results = planned
                 .iter()
@@ -170,7 +204,47 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
             write_files(args, &results, false)?;
         }
     }
+    if results.is_empty() {
+        // Everything came from the runs log.
+        results = planned
+            .iter()
+            .zip(&runs)
+            .filter(|(_, done)| !done.is_empty())
+            .map(|(point, done)| (point.label.clone(), RunResult::aggregate(done)))
+            .collect();
+        write_files(args, &results, false)?;
+    }
     Ok(results)
+}
+
+/// Two runs measured the same configuration (everything but the seed agrees).
+fn same_configuration(a: &RunInfo, b: &RunInfo) -> bool {
+    RunInfo { seed: 0, ..a.clone() } == RunInfo { seed: 0, ..b.clone() }
+}
+
+fn read_runs_log(path: &std::path::Path) -> Result<Vec<RunResult>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line).with_context(|| format!("{} line {}: not a run result", path.display(), i + 1))
+        })
+        .collect()
+}
+
+fn append_run(path: &std::path::Path, result: &RunResult) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    writeln!(file, "{}", serde_json::to_string(result)?).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Writes the result files; stdout only once, at the end (`finished`), files after every run.

@@ -208,6 +208,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     };
     let workload_args = args.workload.clone();
     Planned {
+        info: info.clone(),
         label,
         run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
             let workload = workload_args.build(theta, seed)?;
