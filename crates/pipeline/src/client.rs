@@ -82,36 +82,41 @@ impl Client {
         if !self.started {
             self.started = true;
             for _ in 0..self.target {
-                self.submit(ctx);
+                self.submit(ctx, None);
             }
         }
     }
 
-    fn submit(&mut self, ctx: &mut Context) {
-        let mut txn = Txn::default();
-        self.workload.generate(&mut self.rng, &mut txn);
+    fn submit(&mut self, ctx: &mut Context, reuse: Option<Box<Submission>>) {
+        let mut submission = reuse.unwrap_or_else(|| {
+            Box::new(Submission { id: 0, client: self.index, txn: Txn::default(), submitted_us: 0 })
+        });
+        self.workload.generate(&mut self.rng, &mut submission.txn);
         let id = (u64::from(self.index) << CLIENT_ID_SHIFT) | self.next_sequence;
         self.next_sequence += 1;
         let processor = self.next_processor;
         self.next_processor = (self.next_processor + 1) % self.processors;
         self.live += 1;
         self.counters.submitted.fetch_add(1, Ordering::SeqCst);
-        let submission = Submission { id, client: self.index, txn, submitted_us: ctx.now_us };
-        ctx.send(Address::Processor(processor), Message::Submit(Box::new(submission)));
+        submission.id = id;
+        submission.client = self.index;
+        submission.submitted_us = ctx.now_us;
+        ctx.send(Address::Processor(processor), Message::Submit(submission));
     }
 
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {
         match message {
-            Message::Done { outcome, restarts, procedure, submitted_us, .. } => {
+            Message::Done { submission, outcome, restarts } => {
                 self.live -= 1;
                 match outcome {
                     Outcome::Committed => {
-                        ctx.recorder.commit(ctx.now_us, ctx.now_us.saturating_sub(submitted_us), restarts, procedure);
+                        let latency_us = ctx.now_us.saturating_sub(submission.submitted_us);
+                        ctx.recorder.commit(ctx.now_us, latency_us, restarts, submission.txn.procedure);
                     }
                     Outcome::UserAborted => ctx.recorder.user_abort(ctx.now_us),
                 }
                 if !self.draining {
-                    self.submit(ctx);
+                    self.submit(ctx, Some(submission));
                 }
                 self.counters.finished.fetch_add(1, Ordering::SeqCst);
             }

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! Payloads that carry a transaction's read and write sets are boxed so that every message
-//! stays small and moving one between queues is cheap.
+//! stays small and moving one between queues is cheap. Buffers travel back to their owner
+//! (read lists in `ReadReply`, validation requests in `Decide`, submissions in `Done`), so in
+//! steady state a transaction allocates nothing but its write messages.
 
 use ordo_harness::AbortCause;
 use ordo_reorder::{Footprint, Plan};
@@ -31,7 +33,7 @@ pub enum Address {
 }
 
 /// One attempt of one live transaction at a processor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TxnRef {
     pub processor: u16,
     pub slot: u32,
@@ -61,7 +63,7 @@ pub struct Submission {
 }
 
 /// What a validator needs to decide a transaction.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ValidationRequest {
     pub txn: TxnRef,
     /// Every key read and the version seen.
@@ -105,10 +107,10 @@ pub enum Outcome {
 pub struct ReorderBatch {
     /// Sequence number of the batch at the validator.
     pub sequence: u64,
-    pub requests: Vec<ValidationRequest>,
+    pub requests: Vec<Box<ValidationRequest>>,
     /// Transactions of the batch that failed pre-validation; told only after the batch's
     /// commits, so that their restarts read what the batch wrote.
-    pub rejected: Vec<ValidationRequest>,
+    pub rejected: Vec<Box<ValidationRequest>>,
 
     /// Filled by the reorder worker.
     pub plan: Plan,
@@ -137,21 +139,19 @@ pub enum Message {
     },
     /// Processor -> validator.
     Validate(Box<ValidationRequest>),
-    /// Validator -> processor.
+    /// Validator -> processor: the decision, and the request back so its buffers are reused.
     Decide {
-        txn: TxnRef,
         decision: Decision,
+        request: Box<ValidationRequest>,
     },
     /// Validator -> reorder worker, and back with the plan.
     Reorder(Box<ReorderBatch>),
     Reordered(Box<ReorderBatch>),
-    /// Processor -> client.
+    /// Processor -> client: how it ended, and the submission back so its buffers are reused.
     Done {
-        id: u64,
+        submission: Box<Submission>,
         outcome: Outcome,
         restarts: u32,
-        procedure: u8,
-        submitted_us: u64,
     },
     /// Driver -> client: stop submitting new transactions.
     Drain,

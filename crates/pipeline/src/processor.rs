@@ -18,6 +18,10 @@
 //! it. A user abort (e.g. insufficient funds) is validated like a read-only transaction, so the
 //! decision to give up was taken on a consistent snapshot; if that validation fails the
 //! transaction restarts like any other.
+//!
+//! Slots, read lists and validation requests are reused: read lists come back in the storage's
+//! reply and requests in the validator's decision, so a steady-state attempt allocates only its
+//! write messages.
 
 use std::sync::Arc;
 
@@ -28,9 +32,13 @@ use crate::message::{
     Address, CommitRecord, Decision, Message, Outcome, ReadItem, Submission, Ts, TxnRef, ValidationRequest,
 };
 
-#[derive(Debug)]
+/// Spare buffers kept for reuse, at most this many of each kind.
+const SPARES_MAX: usize = 1024;
+
+#[derive(Debug, Default)]
 struct LiveTxn {
-    submission: Submission,
+    /// `None` while the slot is free.
+    submission: Option<Box<Submission>>,
     restarts: u32,
     attempt: u32,
     /// Every value read in this attempt, in request order.
@@ -43,17 +51,30 @@ struct LiveTxn {
     user_abort: bool,
 }
 
+impl LiveTxn {
+    fn restart(&mut self) {
+        self.attempt += 1;
+        self.values.clear();
+        self.read_set.clear();
+        self.writes.clear();
+        self.pending_replies = 0;
+        self.user_abort = false;
+    }
+}
+
 #[derive(Debug)]
 pub struct Processor {
     index: u16,
     storage_partitions: u16,
     workload: Arc<dyn Workload>,
-    slots: Vec<Option<LiveTxn>>,
+    slots: Vec<LiveTxn>,
     free: Vec<u32>,
     /// Scratch: keys of the round being issued, and per-partition read lists.
     round_keys: Vec<Key>,
     per_partition: Vec<Vec<ReadItem>>,
     write_batches: Vec<Vec<(Key, Value, Ts)>>,
+    spare_reads: Vec<Vec<ReadItem>>,
+    spare_requests: Vec<Box<ValidationRequest>>,
 }
 
 impl Processor {
@@ -67,6 +88,8 @@ impl Processor {
             round_keys: Vec::new(),
             per_partition: vec![Vec::new(); usize::from(storage_partitions)],
             write_batches: vec![Vec::new(); usize::from(storage_partitions)],
+            spare_reads: Vec::new(),
+            spare_requests: Vec::new(),
         }
     }
 
@@ -82,43 +105,33 @@ impl Processor {
 
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {
         match message {
-            Message::Submit(submission) => self.start(*submission, ctx),
-            Message::ReadReply { txn, items } => self.read_reply(txn, &items, ctx),
-            Message::Decide { txn, decision } => self.decide(txn, decision, ctx),
+            Message::Submit(submission) => self.start(submission, ctx),
+            Message::ReadReply { txn, items } => self.read_reply(txn, items, ctx),
+            Message::Decide { decision, request } => self.decide(request, decision, ctx),
             other => debug_assert!(false, "processor got {other:?}"),
         }
     }
 
-    fn start(&mut self, submission: Submission, ctx: &mut Context) {
-        let live = LiveTxn {
-            submission,
-            restarts: 0,
-            attempt: 0,
-            values: Vec::new(),
-            read_set: Vec::new(),
-            pending_replies: 0,
-            writes: Vec::new(),
-            user_abort: false,
-        };
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(live);
-                slot
-            }
-            None => {
-                self.slots.push(Some(live));
-                (self.slots.len() - 1) as u32
-            }
-        };
+    fn start(&mut self, submission: Box<Submission>, ctx: &mut Context) {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(LiveTxn::default());
+            (self.slots.len() - 1) as u32
+        });
+        let live = &mut self.slots[slot as usize];
+        debug_assert!(live.submission.is_none(), "slot {slot} reused while live");
+        live.submission = Some(submission);
+        live.restarts = 0;
+        live.restart();
         self.advance(slot, ctx);
     }
 
     /// Asks the workload what this transaction wants next and does it.
     fn advance(&mut self, slot: u32, ctx: &mut Context) {
         let Processor { index, workload, slots, round_keys, .. } = self;
-        let live = slots[slot as usize].as_mut().expect("advance on a live slot");
+        let live = &mut slots[slot as usize];
+        let submission = live.submission.as_ref().expect("advance on a live slot");
         round_keys.clear();
-        match workload.step(&live.submission.txn, &live.values, round_keys, &mut live.writes) {
+        match workload.step(&submission.txn, &live.values, round_keys, &mut live.writes) {
             Step::Read if !round_keys.is_empty() => {
                 let txn = TxnRef { processor: *index, slot, attempt: live.attempt };
                 let base = live.values.len();
@@ -143,85 +156,97 @@ impl Processor {
             });
         }
         let mut messages = 0u16;
-        for (partition, keys) in self.per_partition.iter_mut().enumerate() {
-            if !keys.is_empty() {
-                ctx.send(Address::Storage(partition as u16), Message::Read { txn, items: std::mem::take(keys) });
+        for (partition, items) in self.per_partition.iter_mut().enumerate() {
+            if !items.is_empty() {
+                let spare = self.spare_reads.pop().unwrap_or_default();
+                ctx.send(
+                    Address::Storage(partition as u16),
+                    Message::Read { txn, items: std::mem::replace(items, spare) },
+                );
                 messages += 1;
             }
         }
-        let live = self.slots[txn.slot as usize].as_mut().expect("issuing reads for a live slot");
-        live.pending_replies = messages;
+        self.slots[txn.slot as usize].pending_replies = messages;
     }
 
-    fn read_reply(&mut self, txn: TxnRef, items: &[ReadItem], ctx: &mut Context) {
-        let Some(live) = self.slots[txn.slot as usize].as_mut() else {
-            debug_assert!(false, "reply for a free slot");
-            return;
-        };
-        if live.attempt != txn.attempt {
-            debug_assert!(false, "reply for an earlier attempt");
-            return;
+    fn read_reply(&mut self, txn: TxnRef, mut items: Vec<ReadItem>, ctx: &mut Context) {
+        let live = &mut self.slots[txn.slot as usize];
+        let current = live.submission.is_some() && live.attempt == txn.attempt;
+        debug_assert!(current, "reply for a free slot or an earlier attempt");
+        if current {
+            for item in &items {
+                let position = usize::from(item.position);
+                live.values[position] = item.value;
+                live.read_set[position].1 = item.version;
+            }
+            debug_assert!(live.pending_replies > 0, "more replies than reads");
+            live.pending_replies -= 1;
         }
-        for item in items {
-            let position = usize::from(item.position);
-            live.values[position] = item.value;
-            live.read_set[position].1 = item.version;
+        let round_done = current && live.pending_replies == 0;
+        if self.spare_reads.len() < SPARES_MAX {
+            items.clear();
+            self.spare_reads.push(items);
         }
-        debug_assert!(live.pending_replies > 0, "more replies than reads");
-        live.pending_replies -= 1;
-        if live.pending_replies == 0 {
+        if round_done {
             self.advance(txn.slot, ctx);
         }
     }
 
     fn request_validation(&mut self, slot: u32, user_abort: bool, ctx: &mut Context) {
-        let live = self.slots[slot as usize].as_mut().expect("validating a live slot");
+        let mut request = self.spare_requests.pop().unwrap_or_default();
+        let live = &mut self.slots[slot as usize];
         live.user_abort = user_abort;
         if user_abort {
             live.writes.clear();
         }
-        // The read set goes to the validator; a copy stays only when the run records history.
-        let reads = if ctx.history.is_some() { live.read_set.clone() } else { std::mem::take(&mut live.read_set) };
-        let request = ValidationRequest {
-            txn: TxnRef { processor: self.index, slot, attempt: live.attempt },
-            reads,
-            writes: live.writes.iter().map(|&(key, _)| key).collect(),
-            restarts: live.restarts,
-            user_abort,
-        };
-        ctx.send(Address::Validator, Message::Validate(Box::new(request)));
+        request.txn = TxnRef { processor: self.index, slot, attempt: live.attempt };
+        // The read set travels to the validator and comes back with the decision.
+        request.reads.clear();
+        std::mem::swap(&mut request.reads, &mut live.read_set);
+        request.writes.clear();
+        request.writes.extend(live.writes.iter().map(|&(key, _)| key));
+        request.restarts = live.restarts;
+        request.user_abort = user_abort;
+        ctx.send(Address::Validator, Message::Validate(request));
     }
 
-    fn decide(&mut self, txn: TxnRef, decision: Decision, ctx: &mut Context) {
-        let Some(live) = self.slots[txn.slot as usize].as_mut() else {
-            debug_assert!(false, "decision for a free slot");
-            return;
-        };
-        debug_assert_eq!(live.attempt, txn.attempt, "decision for an earlier attempt");
-        match decision {
-            Decision::Abort(cause) => {
-                ctx.recorder.abort(ctx.now_us, cause);
-                live.restarts += 1;
-                live.attempt += 1;
-                live.values.clear();
-                live.read_set.clear();
-                live.writes.clear();
-                live.user_abort = false;
-                self.advance(txn.slot, ctx);
+    fn decide(&mut self, mut request: Box<ValidationRequest>, decision: Decision, ctx: &mut Context) {
+        let txn = request.txn;
+        let live = &mut self.slots[txn.slot as usize];
+        let current = live.submission.is_some() && live.attempt == txn.attempt;
+        debug_assert!(current, "decision for a free slot or an earlier attempt");
+        if current {
+            match decision {
+                Decision::Abort(cause) => {
+                    ctx.recorder.abort(ctx.now_us, cause);
+                    live.restarts += 1;
+                    live.restart();
+                    std::mem::swap(&mut live.read_set, &mut request.reads);
+                    live.read_set.clear();
+                    self.recycle(request);
+                    self.advance(txn.slot, ctx);
+                    return;
+                }
+                Decision::Commit(ts) => self.finish(txn.slot, ts, &mut request, ctx),
             }
-            Decision::Commit(ts) => {
-                let live = self.slots[txn.slot as usize].take().expect("live slot");
-                self.free.push(txn.slot);
-                self.finish(live, ts, ctx);
-            }
+        }
+        self.recycle(request);
+    }
+
+    fn recycle(&mut self, request: Box<ValidationRequest>) {
+        if self.spare_requests.len() < SPARES_MAX {
+            self.spare_requests.push(request);
         }
     }
 
-    fn finish(&mut self, live: LiveTxn, ts: Ts, ctx: &mut Context) {
+    fn finish(&mut self, slot: u32, ts: Ts, request: &mut ValidationRequest, ctx: &mut Context) {
+        let partitions = self.storage_partitions;
+        let live = &mut self.slots[slot as usize];
+        let submission = live.submission.take().expect("finishing a live slot");
         let outcome = if live.user_abort { Outcome::UserAborted } else { Outcome::Committed };
-        if !live.user_abort {
+        if outcome == Outcome::Committed {
             for &(key, value) in &live.writes {
-                let partition = usize::from(self.partition_of(key));
+                let partition = (key % u64::from(partitions)) as usize;
                 self.write_batches[partition].push((key, value, ts));
             }
             for (partition, writes) in self.write_batches.iter_mut().enumerate() {
@@ -229,28 +254,18 @@ impl Processor {
                     ctx.send(Address::Storage(partition as u16), Message::Write { writes: std::mem::take(writes) });
                 }
             }
+            if let Some(history) = ctx.history.as_mut() {
+                history.push(CommitRecord {
+                    id: submission.id,
+                    ts,
+                    txn: submission.txn.clone(),
+                    reads: std::mem::take(&mut request.reads),
+                    writes: live.writes.clone(),
+                });
+            }
         }
-        let submission = &live.submission;
-        ctx.send(
-            Address::Client(submission.client),
-            Message::Done {
-                id: submission.id,
-                outcome,
-                restarts: live.restarts,
-                procedure: submission.txn.procedure,
-                submitted_us: submission.submitted_us,
-            },
-        );
-        if outcome == Outcome::Committed
-            && let Some(history) = ctx.history.as_mut()
-        {
-            history.push(CommitRecord {
-                id: submission.id,
-                ts,
-                txn: submission.txn.clone(),
-                reads: live.read_set,
-                writes: live.writes,
-            });
-        }
+        let restarts = live.restarts;
+        self.free.push(slot);
+        ctx.send(Address::Client(submission.client), Message::Done { submission, outcome, restarts });
     }
 }

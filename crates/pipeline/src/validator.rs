@@ -37,6 +37,9 @@ use ordo_reorder::Plan;
 use crate::component::{Context, Deadline};
 use crate::message::{Address, Decision, Message, ReorderBatch, Ts, ValidationRequest};
 
+/// Requests stay boxed from the processor to the decision, which hands them back.
+type Request = Box<ValidationRequest>;
+
 #[derive(Debug)]
 pub struct Validator {
     /// Commit timestamp of the last committed write of each key (0: only the loaded value).
@@ -48,7 +51,7 @@ pub struct Validator {
     batch_wait_us_max: u64,
     reorder_workers: u16,
     next_worker: u16,
-    batch: Vec<ValidationRequest>,
+    batch: Vec<Request>,
     batch_started_us: u64,
     batches_sent: u64,
 }
@@ -87,20 +90,23 @@ impl Validator {
         match message {
             Message::Validate(request) => {
                 if !self.batching {
-                    if !self.try_commit(&request, ctx) {
-                        Self::send_aborts([(&*request, AbortCause::FinalValidation)], ctx);
-                    }
+                    let decision = match self.try_commit(&request) {
+                        Some(ts) => Decision::Commit(ts),
+                        None => Decision::Abort(AbortCause::FinalValidation),
+                    };
+                    Self::send(request, decision, ctx);
                     return;
                 }
                 if self.batch.is_empty() {
                     self.batch_started_us = ctx.now_us;
                 }
-                self.batch.push(*request);
+                self.batch.push(request);
+
                 if self.batch.len() >= self.batch_size {
                     self.close_batch(ctx);
                 }
             }
-            Message::Reordered(batch) => self.validate_plan(&batch, ctx),
+            Message::Reordered(batch) => self.validate_plan(*batch, ctx),
             other => debug_assert!(false, "validator got {other:?}"),
         }
     }
@@ -129,39 +135,46 @@ impl Validator {
     }
 
     /// Validates one request against the cache now; if its reads are current, commits it and
-    /// sends the decision. Returns whether it committed.
+    /// returns its timestamp.
     #[must_use = "an aborted transaction must be told"]
-    fn try_commit(&mut self, request: &ValidationRequest, ctx: &mut Context) -> bool {
+    fn try_commit(&mut self, request: &ValidationRequest) -> Option<Ts> {
         if !self.reads_are_current(request) {
-            return false;
+            return None;
         }
         let ts = self.next_ts;
         self.next_ts += 1;
         for &key in &request.writes {
             self.last_write[key as usize] = ts;
         }
-        let txn = request.txn;
-        ctx.send(Address::Processor(txn.processor), Message::Decide { txn, decision: Decision::Commit(ts) });
-        true
+        Some(ts)
     }
 
     /// Final validation of `requests[i]` for every `i` of `order`, in that order; the commits
     /// are announced as they happen, the aborts after them.
-    fn validate_in_order(
+    fn decide_in_order(
         &mut self,
-        requests: &[ValidationRequest],
+        requests: &mut [Option<Request>],
         order: impl IntoIterator<Item = usize>,
         ctx: &mut Context,
     ) {
-        let aborted: Vec<usize> = order.into_iter().filter(|&i| !self.try_commit(&requests[i], ctx)).collect();
-        Self::send_aborts(aborted.iter().map(|&i| (&requests[i], AbortCause::FinalValidation)), ctx);
+        let mut aborted = Vec::new();
+        for i in order {
+            let request = requests[i].take().expect("every request is decided once");
+            match self.try_commit(&request) {
+                Some(ts) => Self::send(request, Decision::Commit(ts), ctx),
+                None => aborted.push(request),
+            }
+        }
+        Self::send_aborts(aborted, AbortCause::FinalValidation, ctx);
     }
 
-    /// Sends abort decisions.
-    fn send_aborts<'r>(aborts: impl IntoIterator<Item = (&'r ValidationRequest, AbortCause)>, ctx: &mut Context) {
-        for (request, cause) in aborts {
-            let txn = request.txn;
-            ctx.send(Address::Processor(txn.processor), Message::Decide { txn, decision: Decision::Abort(cause) });
+    fn send(request: Request, decision: Decision, ctx: &mut Context) {
+        ctx.send(Address::Processor(request.txn.processor), Message::Decide { decision, request });
+    }
+
+    fn send_aborts(requests: impl IntoIterator<Item = Request>, cause: AbortCause, ctx: &mut Context) {
+        for request in requests {
+            Self::send(request, Decision::Abort(cause), ctx);
         }
     }
 
@@ -169,17 +182,21 @@ impl Validator {
         let requests = std::mem::replace(&mut self.batch, Vec::with_capacity(self.batch_size));
         if !self.reordering {
             ctx.recorder.batch(ctx.now_us, requests.len(), 0, 0);
-            self.validate_in_order(&requests, 0..requests.len(), ctx);
+            let count = requests.len();
+            let mut requests: Vec<Option<Request>> = requests.into_iter().map(Some).collect();
+            self.decide_in_order(&mut requests, 0..count, ctx);
             return;
         }
         // Pre-validation: drop what can no longer commit before paying for reordering.
-        let (viable, rejected): (Vec<ValidationRequest>, Vec<ValidationRequest>) =
+        let (viable, rejected): (Vec<Request>, Vec<Request>) =
             requests.into_iter().partition(|request| self.reads_are_current(request));
         if viable.len() <= 1 {
             // Nothing to reorder.
             ctx.recorder.batch(ctx.now_us, viable.len(), 0, 0);
-            self.validate_in_order(&viable, 0..viable.len(), ctx);
-            Self::send_aborts(rejected.iter().map(|r| (r, AbortCause::PreValidation)), ctx);
+            let count = viable.len();
+            let mut viable: Vec<Option<Request>> = viable.into_iter().map(Some).collect();
+            self.decide_in_order(&mut viable, 0..count, ctx);
+            Self::send_aborts(rejected, AbortCause::PreValidation, ctx);
             return;
         }
         let worker = self.next_worker;
@@ -196,9 +213,12 @@ impl Validator {
     }
 
     /// Final validation of a reordered batch: validate the planned order, then abort the rest.
-    fn validate_plan(&mut self, batch: &ReorderBatch, ctx: &mut Context) {
-        self.validate_in_order(&batch.requests, batch.plan.order.iter().copied(), ctx);
-        Self::send_aborts(batch.plan.abort.iter().map(|&i| (&batch.requests[i], AbortCause::Reorder)), ctx);
-        Self::send_aborts(batch.rejected.iter().map(|r| (r, AbortCause::PreValidation)), ctx);
+    fn validate_plan(&mut self, batch: ReorderBatch, ctx: &mut Context) {
+        let ReorderBatch { requests, rejected, plan, .. } = batch;
+        let mut requests: Vec<Option<Request>> = requests.into_iter().map(Some).collect();
+        self.decide_in_order(&mut requests, plan.order.iter().copied(), ctx);
+        let fvs = plan.abort.iter().map(|&i| requests[i].take().expect("the plan is a partition"));
+        Self::send_aborts(fvs.collect::<Vec<_>>(), AbortCause::Reorder, ctx);
+        Self::send_aborts(rejected, AbortCause::PreValidation, ctx);
     }
 }

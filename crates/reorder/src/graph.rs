@@ -32,6 +32,21 @@ pub trait Footprint {
     }
 }
 
+impl<T: Footprint + ?Sized> Footprint for Box<T> {
+    fn read_keys(&self) -> impl Iterator<Item = u64> + '_ {
+        (**self).read_keys()
+    }
+    fn write_keys(&self) -> impl Iterator<Item = u64> + '_ {
+        (**self).write_keys()
+    }
+    fn restarts(&self) -> u32 {
+        (**self).restarts()
+    }
+    fn value(&self) -> f64 {
+        (**self).value()
+    }
+}
+
 /// A plain owned footprint, for callers that do not have their own transaction type.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TxnFootprint {
