@@ -74,8 +74,11 @@ pub struct Processor {
     per_partition: Vec<Vec<ReadItem>>,
     write_batches: Vec<Vec<(Key, Value, Ts)>>,
     spare_reads: Vec<Vec<ReadItem>>,
+    /// Boxed on purpose: each is sent as a message payload again as it is.
+    #[allow(clippy::vec_box)]
     spare_requests: Vec<Box<ValidationRequest>>,
 }
+
 
 impl Processor {
     pub fn new(index: u16, storage_partitions: u16, workload: Arc<dyn Workload>) -> Self {
