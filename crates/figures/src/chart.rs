@@ -13,6 +13,7 @@ use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 use thiserror::Error;
 
@@ -143,77 +144,73 @@ where
     let (y_low, y_high, y_positive_low) =
         y_bounds(points.iter().flat_map(|p| [p.y - p.error.unwrap_or(0.0), p.y + p.error.unwrap_or(0.0), p.y]));
     let log_y = chart.log_y.unwrap_or(y_positive_low.is_finite() && y_high / y_positive_low > LOG_SCALE_SPAN_MIN);
+    let (low, high) = if log_y {
+        (y_positive_low / 1.5, y_high * 1.5)
+    } else {
+        (if y_low >= 0.0 { 0.0 } else { y_low * 1.1 }, if y_high > 0.0 { y_high * 1.1 } else { 1.0 })
+    };
+    // The legend goes where the curves are not: top right when they mostly fall, top left
+    // when they mostly rise.
+    let falling = chart
+        .series
+        .iter()
+        .filter(|s| s.points.len() > 1)
+        .map(|s| if s.points[s.points.len() - 1].y < s.points[0].y { 1i32 } else { -1 })
+        .sum::<i32>()
+        > 0;
+    let legend = if falling { SeriesLabelPosition::UpperRight } else { SeriesLabelPosition::UpperLeft };
     let mut builder = ChartBuilder::on(root);
     builder.caption(&chart.title, ("sans-serif", 22)).margin(16).x_label_area_size(48).y_label_area_size(80);
     let x_range = (x_low - x_pad)..(x_high + x_pad);
+    // The same drawing on a linear or a logarithmic y axis (different coordinate types).
+    macro_rules! lines {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_desc(&chart.x_label)
+                .y_desc(&chart.y_label)
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 13))
+                .y_label_formatter(&|v| format_number(*v))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (i, series) in chart.series.iter().enumerate() {
+                let data: Vec<(f64, f64)> =
+                    series.points.iter().filter(|p| !log_y || p.y > 0.0).map(|p| (p.x, p.y)).collect();
+                ctx.draw_series(LineSeries::new(data.clone(), color(i).stroke_width(2)))
+                    .map_err(|e| e.to_string())?
+                    .label(&series.name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color(i).stroke_width(3)));
+                // Past the palette's ten colors, the marker tells series apart.
+                match i / COLORS.len() {
+                    0 => ctx.draw_series(data.iter().map(|&(x, y)| Circle::new((x, y), 4, color(i).filled()))),
+                    1 => ctx.draw_series(data.iter().map(|&(x, y)| TriangleMarker::new((x, y), 6, color(i).filled()))),
+                    _ => ctx.draw_series(data.iter().map(|&(x, y)| Cross::new((x, y), 5, color(i).stroke_width(2)))),
+                }
+                .map_err(|e| e.to_string())?;
+                ctx.draw_series(
+                    series.points.iter().filter(|p| p.error.is_some_and(|e| e > 0.0) && (!log_y || p.y > 0.0)).map(
+                        |p| {
+                            let e = p.error.unwrap_or(0.0);
+                            ErrorBar::new_vertical(p.x, (p.y - e).max(low), p.y, p.y + e, color(i).stroke_width(1), 8)
+                        },
+                    ),
+                )
+                .map_err(|e| e.to_string())?;
+            }
+            ctx.configure_series_labels()
+                .label_font(("sans-serif", 14))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(legend)
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }};
+    }
     if log_y {
-        let low = y_positive_low / 1.5;
-        let high = y_high * 1.5;
-        let mut ctx = builder.build_cartesian_2d(x_range, (low..high).log_scale()).map_err(|e| e.to_string())?;
-        ctx.configure_mesh()
-            .x_desc(&chart.x_label)
-            .y_desc(&chart.y_label)
-            .axis_desc_style(("sans-serif", 16))
-            .label_style(("sans-serif", 13))
-            .y_label_formatter(&|v| format_number(*v))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (i, series) in chart.series.iter().enumerate() {
-            let style = color(i).stroke_width(2);
-            let data: Vec<(f64, f64)> = series.points.iter().filter(|p| p.y > 0.0).map(|p| (p.x, p.y)).collect();
-            ctx.draw_series(LineSeries::new(data.clone(), style))
-                .map_err(|e| e.to_string())?
-                .label(&series.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color(i).stroke_width(3)));
-            ctx.draw_series(data.iter().map(|&(x, y)| Circle::new((x, y), 4, color(i).filled())))
-                .map_err(|e| e.to_string())?;
-            ctx.draw_series(series.points.iter().filter(|p| p.error.is_some_and(|e| e > 0.0) && p.y > 0.0).map(|p| {
-                let e = p.error.unwrap_or(0.0);
-                ErrorBar::new_vertical(p.x, (p.y - e).max(low), p.y, p.y + e, color(i).stroke_width(1), 8)
-            }))
-            .map_err(|e| e.to_string())?;
-        }
-        ctx.configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        lines!(builder.build_cartesian_2d(x_range, (low..high).log_scale()).map_err(|e| e.to_string())?);
     } else {
-        let low = if y_low >= 0.0 { 0.0 } else { y_low * 1.1 };
-        let high = if y_high > 0.0 { y_high * 1.1 } else { 1.0 };
-        let mut ctx = builder.build_cartesian_2d(x_range, low..high).map_err(|e| e.to_string())?;
-        ctx.configure_mesh()
-            .x_desc(&chart.x_label)
-            .y_desc(&chart.y_label)
-            .axis_desc_style(("sans-serif", 16))
-            .label_style(("sans-serif", 13))
-            .y_label_formatter(&|v| format_number(*v))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (i, series) in chart.series.iter().enumerate() {
-            let style = color(i).stroke_width(2);
-            let data: Vec<(f64, f64)> = series.points.iter().map(|p| (p.x, p.y)).collect();
-            ctx.draw_series(LineSeries::new(data.clone(), style))
-                .map_err(|e| e.to_string())?
-                .label(&series.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color(i).stroke_width(3)));
-            ctx.draw_series(data.iter().map(|&(x, y)| Circle::new((x, y), 4, color(i).filled())))
-                .map_err(|e| e.to_string())?;
-            ctx.draw_series(series.points.iter().filter(|p| p.error.is_some_and(|e| e > 0.0)).map(|p| {
-                let e = p.error.unwrap_or(0.0);
-                ErrorBar::new_vertical(p.x, p.y - e, p.y, p.y + e, color(i).stroke_width(1), 8)
-            }))
-            .map_err(|e| e.to_string())?;
-        }
-        ctx.configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        lines!(builder.build_cartesian_2d(x_range, low..high).map_err(|e| e.to_string())?);
     }
     root.present().map_err(|e| e.to_string())
 }
@@ -243,6 +240,11 @@ pub fn format_number(value: f64) -> String {
         text.truncate(trimmed);
     }
     text + suffix
+}
+
+/// The short form of a series name for a bar label: what precedes `: `, if anything does.
+fn short_name(name: &str) -> &str {
+    name.split_once(": ").map_or(name, |(short, _)| short)
 }
 
 /// Renders a percentile chart to `<stem>.svg` and `<stem>.png`.
@@ -281,30 +283,15 @@ where
     let (_, y_high, y_positive_low) = y_bounds(slots.iter().flat_map(|(_, _, v)| v.iter().copied()));
     let log_y = y_positive_low.is_finite() && y_high / y_positive_low > LOG_SCALE_SPAN_MIN;
     let (low, high) = if log_y { (y_positive_low / 1.5, y_high * 1.5) } else { (0.0, y_high.max(1e-9) * 1.1) };
-    // Bar names by integer x position (empty in the gaps between groups).
-    let mut names_at = vec![String::new(); x as usize];
-    for &(position, name, _) in &slots {
-        name.clone_into(&mut names_at[position as usize]);
-    }
-    let label_of = move |v: &f64| {
-        let i = v.round();
-        if (v - i).abs() < 1e-6 && i >= 0.0 {
-            names_at.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
     let mut builder = ChartBuilder::on(root);
-    builder.caption(&chart.title, ("sans-serif", 22)).margin(16).x_label_area_size(95).y_label_area_size(80);
+    builder.caption(&chart.title, ("sans-serif", 22)).margin(16).x_label_area_size(60).y_label_area_size(80);
     let x_range = -0.75..(x - 0.25);
     macro_rules! bars {
         ($ctx:expr) => {{
             let mut ctx = $ctx;
             ctx.configure_mesh()
                 .disable_x_mesh()
-                .x_labels(slots.len() * 2 + 2)
-                .x_label_formatter(&label_of)
-                .x_label_style(("sans-serif", 12).into_font().transform(FontTransform::Rotate90))
+                .x_labels(0)
                 .y_desc(&chart.y_label)
                 .axis_desc_style(("sans-serif", 16))
                 .label_style(("sans-serif", 13))
@@ -329,14 +316,17 @@ where
                 .position(SeriesLabelPosition::UpperLeft)
                 .draw()
                 .map_err(|e| e.to_string())?;
+            // Bar names under the bars (their short form: the part before a colon), group
+            // names under those.
+            for &(position, name, _) in &slots {
+                let (px, py) = ctx.backend_coord(&(position, low));
+                let style = ("sans-serif", 11).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+                root.draw(&Text::new(short_name(name).to_owned(), (px, py + 6), style)).map_err(|e| e.to_string())?;
+            }
             for &(center, label) in &group_centers {
-                let (px, _) = ctx.backend_coord(&(center, low));
-                root.draw(&Text::new(
-                    label.to_owned(),
-                    (px - 4 * label.len() as i32, (HEIGHT as i32) - 18),
-                    ("sans-serif", 15).into_font(),
-                ))
-                .map_err(|e| e.to_string())?;
+                let (px, py) = ctx.backend_coord(&(center, low));
+                let style = ("sans-serif", 15).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+                root.draw(&Text::new(label.to_owned(), (px, py + 26), style)).map_err(|e| e.to_string())?;
             }
         }};
     }

@@ -79,7 +79,6 @@ pub struct Processor {
     spare_requests: Vec<Box<ValidationRequest>>,
 }
 
-
 impl Processor {
     pub fn new(index: u16, storage_partitions: u16, workload: Arc<dyn Workload>) -> Self {
         Processor {

@@ -166,12 +166,9 @@ fn fvs(ctx: &Context) -> Result<ExperimentReport> {
         }
         LineChart { title: title.into(), x_label: "Zipf skew θ".into(), y_label: y_label.into(), series, log_y: None }
     };
-    draw_line(
-        ctx,
-        &mut report,
-        "fvs_size",
-        &line("Mean FVS size per 40-transaction batch", "Transactions aborted per batch", |r| r.fvs_mean),
-    )?;
+    let mut size = line("Mean FVS size per 40-transaction batch", "Transactions aborted per batch", |r| r.fvs_mean);
+    size.log_y = Some(false);
+    draw_line(ctx, &mut report, "fvs_size", &size)?;
     let mut time = line("Median time per batch", "Time per batch (µs)", |r| r.time_us_median);
     time.log_y = Some(true);
     draw_line(ctx, &mut report, "fvs_time", &time)?;
