@@ -33,7 +33,7 @@ fn pipeline_experiments_resume_from_their_runs_log() {
         ordo()
             .args(["figures", "batch-size", "--quick", "--out"])
             .arg(dir.path())
-            .timeout(std::time::Duration::from_secs(300))
+            .timeout(std::time::Duration::from_mins(5))
             .assert()
             .success()
     };
