@@ -174,7 +174,6 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
             }
         }
     }
-    let mut results: Vec<Labelled> = Vec::new();
     for round in 0..args.runs {
         for (index, point) in planned.iter().enumerate() {
             if runs[index].len() > round {
@@ -195,26 +194,22 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
                 append_run(path, &result)?;
             }
             runs[index].push(result);
-            results = planned
-                .iter()
-                .zip(&runs)
-                .filter(|(_, done)| !done.is_empty())
-                .map(|(point, done)| (point.label.clone(), RunResult::aggregate(done)))
-                .collect();
-            write_files(args, &results, false)?;
+            write_files(args, &aggregate(&planned, &runs), false)?;
         }
     }
-    if results.is_empty() {
-        // Everything came from the runs log.
-        results = planned
-            .iter()
-            .zip(&runs)
-            .filter(|(_, done)| !done.is_empty())
-            .map(|(point, done)| (point.label.clone(), RunResult::aggregate(done)))
-            .collect();
-        write_files(args, &results, false)?;
-    }
+    let results = aggregate(&planned, &runs);
+    write_files(args, &results, false)?;
     Ok(results)
+}
+
+/// The label and mean result of every configuration with at least one finished run.
+fn aggregate(planned: &[Planned], runs: &[Vec<RunResult>]) -> Vec<Labelled> {
+    planned
+        .iter()
+        .zip(runs)
+        .filter(|(_, done)| !done.is_empty())
+        .map(|(point, done)| (point.label.clone(), RunResult::aggregate(done)))
+        .collect()
 }
 
 /// Two runs measured the same configuration (everything but the seed agrees).
