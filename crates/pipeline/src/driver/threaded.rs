@@ -146,7 +146,9 @@ impl Worker {
     }
 
     fn route(&mut self) {
-        for envelope in std::mem::take(&mut self.out) {
+        // Drained rather than taken, so the buffer keeps its capacity.
+        let mut out = std::mem::take(&mut self.out);
+        for envelope in out.drain(..) {
             let (thread, index) = self.locate(envelope.to);
             if thread == self.thread {
                 self.local.push_back((index, envelope.message));
@@ -154,6 +156,7 @@ impl Worker {
                 self.outboxes[thread].push(envelope);
             }
         }
+        self.out = out;
     }
 
     fn receive(&mut self) -> bool {
