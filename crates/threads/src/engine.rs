@@ -426,17 +426,31 @@ impl BatchFront {
     }
 }
 
-/// A barrier whose last arrival runs a closure before releasing the others; waiters spin
-/// briefly, then yield.
+/// A barrier whose last arrival runs a closure before releasing the others. Waiters spin for
+/// a while (a batch is short) and then sleep on a condition variable, so an oversubscribed
+/// machine does not burn the leader's core.
 struct SpinBarrier {
     parties: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: parking_lot::Condvar,
 }
+
+/// Spins before a barrier waiter sleeps.
+const BARRIER_SPINS: u32 = 4096;
 
 impl SpinBarrier {
     fn new(parties: usize) -> Self {
-        SpinBarrier { parties, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+        SpinBarrier {
+            parties,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: parking_lot::Condvar::new(),
+        }
     }
 
     fn wait(&self, leader: impl FnOnce()) {
@@ -444,12 +458,24 @@ impl SpinBarrier {
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
             leader();
             self.arrived.store(0, Ordering::Relaxed);
-            self.generation.fetch_add(1, Ordering::Release);
-        } else {
-            let mut spin = Spin::default();
-            while self.generation.load(Ordering::Acquire) == generation {
-                spin.wait();
+            self.generation.fetch_add(1, Ordering::SeqCst);
+            if self.sleepers.load(Ordering::SeqCst) > 0 {
+                let _guard = self.lock.lock();
+                self.wake.notify_all();
             }
+            return;
         }
+        for _ in 0..BARRIER_SPINS {
+            if self.generation.load(Ordering::Acquire) != generation {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        let mut guard = self.lock.lock();
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while self.generation.load(Ordering::SeqCst) == generation {
+            self.wake.wait(&mut guard);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
