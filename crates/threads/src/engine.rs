@@ -30,7 +30,7 @@ use rand::Rng;
 
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
 use crate::mvcc::{Isolation, Mvcc};
-use crate::protocol::{Abort, Protocol, Spin};
+use crate::protocol::{Abort, Protocol};
 use crate::serial::Serial;
 use crate::silo::Silo;
 use crate::tictoc::TicToc;
