@@ -11,8 +11,9 @@
 //! ("snapshot too old"). That is the garbage collector: nothing to scan, nothing to free.
 //!
 //! ```text
-//!   record k:  [ head: lock:1 | versions installed:63 ]
-//!              [ slot 0: cstamp | pstamp | sstamp | value | seq | payload ... ]
+//!   heads[k]:  [ lock:1 | versions installed:63 ]      a dense array of its own, so the
+//!                                                       hot lookup stays in cache
+//!   record k:  [ slot 0: cstamp | pstamp | sstamp | value | seq | payload ... ]
 //!              [ slot 1: ... ]   ...   newest = slot (installed - 1) mod versions
 //! ```
 //!
@@ -57,7 +58,6 @@ pub const VERSIONS_DEFAULT: usize = 4;
 const LOCK: u64 = 1 << 63;
 const INFINITY: u64 = u64::MAX;
 
-const HEAD: usize = 0;
 const CSTAMP: usize = 0;
 const PSTAMP: usize = 1;
 const SSTAMP: usize = 2;
@@ -75,6 +75,7 @@ pub enum Isolation {
 /// MVCC over bounded version rings.
 #[derive(Debug)]
 pub struct Mvcc {
+    heads: Vec<AtomicU64>,
     lines: Vec<Line>,
     stride: usize,
     slot_words: usize,
@@ -114,9 +115,10 @@ impl Mvcc {
         assert!(versions >= 2, "at least two versions per record");
         let payload_words = payload_words(payload_bytes);
         let slot_words = PAYLOAD + payload_words;
-        let stride = (1 + versions * slot_words).next_multiple_of(LINE_WORDS);
+        let stride = (versions * slot_words).next_multiple_of(LINE_WORDS);
         let records = workload.key_count();
         let mvcc = Mvcc {
+            heads: std::iter::repeat_with(|| AtomicU64::new(1)).take(records as usize).collect(),
             lines: allocate_lines(records as usize * stride / LINE_WORDS),
             stride,
             slot_words,
@@ -128,7 +130,6 @@ impl Mvcc {
         };
         parallel_for(records, load_threads, |key| {
             let value = workload.initial_value(key);
-            mvcc.head(key).store(1, Ordering::Relaxed);
             mvcc.field(key, 0, CSTAMP).store(1, Ordering::Relaxed);
             mvcc.field(key, 0, PSTAMP).store(1, Ordering::Relaxed);
             mvcc.field(key, 0, SSTAMP).store(INFINITY, Ordering::Relaxed);
@@ -148,12 +149,12 @@ impl Mvcc {
 
     #[inline]
     fn head(&self, key: Key) -> &AtomicU64 {
-        self.word(key, HEAD)
+        &self.heads[key as usize]
     }
 
     #[inline]
     fn field(&self, key: Key, slot: u64, field: usize) -> &AtomicU64 {
-        self.word(key, 1 + slot as usize * self.slot_words + field)
+        self.word(key, slot as usize * self.slot_words + field)
     }
 
     fn unlock_prefix(&self, worker: &mut MvccWorker) {
