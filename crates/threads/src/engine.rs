@@ -4,10 +4,10 @@
 //! ```text
 //!  direct :  worker t:  generate ─> run (retry on abort, backoff) ─> record ─> generate ...
 //!
-//!  reorder:  worker t:  generate its part of the next batch ─┐
-//!                       barrier (the last to arrive assigns  │  ThreadAssigner, §4.2:
-//!                       the batch to threads)  <─────────────┘  conflicting txns, same thread
-//!                       run its share in the assigned order (retry on abort) ─> barrier ...
+//!  reorder:  worker t:  pop its queue ─> run (retry on abort) ─> pop ...
+//!                       queue empty: build the next batch (one builder at a time):
+//!                       generate 4 x threads txns ─> ThreadAssigner (§4.2: conflicting
+//!                       txns to the same thread) ─> append each share to its thread's queue
 //! ```
 //!
 //! Workers run whole transactions synchronously through the [`Protocol`] interface; an aborted
@@ -17,7 +17,7 @@
 //! reports progress, so exactly `threads` threads are busy (plus Silo's sleeping epoch thread).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam::utils::CachePadded;
@@ -153,7 +153,7 @@ fn drive<P: Protocol>(
         stop: AtomicBool::new(false),
         commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
         threads,
-        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch())),
+        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch(), spec.seed)),
     };
     let total = spec.warmup + spec.duration + spec.cooldown;
     let results: Vec<(Recorder, Vec<HistoryEntry>)> = std::thread::scope(|scope| {
@@ -322,160 +322,106 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<H
 /// A transaction waiting in a batch, with the time it entered.
 type Queued = (Txn, Instant);
 
-/// Reorder mode's batching front: workers generate a batch together, the last to reach the
-/// barrier assigns it to threads, every worker runs its share.
+/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch (if no
+/// other worker is building one): it generates `batch_size` transactions, splits them over the
+/// threads with the thread-aware policy and appends each thread's share to that thread's
+/// queue, in the assigned order. A builder waits while another queue still holds more than
+/// two shares, so threads stay within two batches of each other and a batch's shares run side by
+/// side, as the assignment assumes.
 struct BatchFront {
     batch_size: usize,
-    barrier: SpinBarrier,
-    /// What each worker generated for the next batch.
-    proposals: Vec<Mutex<Vec<Queued>>>,
-    plan: Mutex<Plan>,
-    done: AtomicBool,
+    queues: Vec<CachePadded<Mutex<std::collections::VecDeque<Queued>>>>,
+    builder: Mutex<Builder>,
 }
 
-struct Plan {
+struct Builder {
+    rng: WorkloadRng,
     batch: Vec<Queued>,
     footprints: Vec<TxnFootprint>,
     assigner: ThreadAssigner,
     assignment: Vec<Vec<usize>>,
     slots: Vec<Option<Queued>>,
-    shares: Vec<Vec<Queued>>,
 }
 
+/// A builder waits while another thread has more than this many shares queued.
+const QUEUED_SHARES_MAX: usize = 2;
+
+/// Spent transactions a worker keeps for reuse (their key buffers).
+const SPARE_TXNS_MAX: usize = 256;
+
 impl BatchFront {
-    fn new(threads: usize, batch_size: usize) -> Self {
+    fn new(threads: usize, batch_size: usize, seed: u64) -> Self {
         BatchFront {
             batch_size,
-            barrier: SpinBarrier::new(threads),
-            proposals: (0..threads).map(|_| Mutex::new(Vec::new())).collect(),
-            plan: Mutex::new(Plan {
+            queues: (0..threads).map(|_| CachePadded::new(Mutex::new(std::collections::VecDeque::new()))).collect(),
+            builder: Mutex::new(Builder {
+                rng: rng_from_seed(seed),
                 batch: Vec::new(),
                 footprints: Vec::new(),
                 assigner: ThreadAssigner::new(),
                 assignment: Vec::new(),
                 slots: Vec::new(),
-                shares: (0..threads).map(|_| Vec::new()).collect(),
             }),
-            done: AtomicBool::new(false),
         }
-    }
-
-    /// How many transactions of each batch worker `index` generates.
-    fn proposal_count(&self, index: usize, threads: usize) -> usize {
-        self.batch_size / threads + usize::from(index < self.batch_size % threads)
     }
 
     fn work<P: Protocol>(&self, shared: &Shared<'_, P>, state: &mut WorkerState<P>) {
-        let mut share: Vec<Queued> = Vec::new();
-        loop {
-            {
-                let mut mine = self.proposals[state.index].lock();
-                let count = self.proposal_count(state.index, shared.threads);
-                // Recycle the transactions just run: their key buffers are reused.
-                mine.append(&mut share);
-                mine.truncate(count);
-                mine.resize_with(count, || (Txn::default(), Instant::now()));
-                for (txn, entered) in mine.iter_mut() {
-                    shared.workload.generate(&mut state.rng, txn);
-                    *entered = Instant::now();
+        let share = self.batch_size.div_ceil(shared.threads);
+        let mut spare: Vec<Txn> = Vec::new();
+        let mut spin = crate::protocol::Spin::default();
+        while !shared.stop.load(Ordering::Relaxed) {
+            let next = self.queues[state.index].lock().pop_front();
+            if let Some((txn, entered)) = next {
+                state.run_transaction(shared, &txn, entered);
+                if spare.len() < SPARE_TXNS_MAX {
+                    spare.push(txn);
                 }
+                continue;
             }
-            self.barrier.wait(|| self.assign(shared, &mut state.recorder));
-            if self.done.load(Ordering::Acquire) {
-                return;
-            }
-            std::mem::swap(&mut share, &mut self.plan.lock().shares[state.index]);
-            for (txn, entered) in &share {
-                state.run_transaction(shared, txn, *entered);
+            let others_behind = self.queues.iter().any(|q| q.lock().len() > QUEUED_SHARES_MAX * share);
+            match self.builder.try_lock() {
+                Some(mut builder) if !others_behind => {
+                    self.build(shared, &mut builder, &mut spare, &mut state.recorder);
+                    spin = crate::protocol::Spin::default();
+                }
+                _ => spin.wait(),
             }
         }
     }
 
-    /// The leader's part: gather the proposals into a batch and split it over the threads.
-    fn assign<P: Protocol>(&self, shared: &Shared<'_, P>, recorder: &mut Recorder) {
-        if shared.stop.load(Ordering::Relaxed) {
-            self.done.store(true, Ordering::Release);
-            return;
+    /// Generates a batch, assigns it to threads and queues the shares.
+    fn build<P: Protocol>(
+        &self,
+        shared: &Shared<'_, P>,
+        builder: &mut Builder,
+        spare: &mut Vec<Txn>,
+        recorder: &mut Recorder,
+    ) {
+        let builder = &mut *builder;
+        let entered = Instant::now();
+        builder.batch.clear();
+        for _ in 0..self.batch_size {
+            let mut txn = spare.pop().unwrap_or_default();
+            shared.workload.generate(&mut builder.rng, &mut txn);
+            builder.batch.push((txn, entered));
         }
-        let started = Instant::now();
-        let mut plan = self.plan.lock();
-        let plan = &mut *plan;
-        plan.batch.clear();
-        for proposals in &self.proposals {
-            plan.batch.append(&mut proposals.lock());
-        }
-        plan.footprints.resize_with(plan.batch.len(), TxnFootprint::default);
-        for ((txn, _), footprint) in plan.batch.iter().zip(&mut plan.footprints) {
+        builder.footprints.resize_with(self.batch_size, TxnFootprint::default);
+        for ((txn, _), footprint) in builder.batch.iter().zip(&mut builder.footprints) {
             footprint.reads.clear();
             footprint.writes.clear();
             shared.workload.footprint(txn, &mut footprint.reads, &mut footprint.writes);
         }
-        plan.assigner
-            .assign_evenly(&plan.footprints, shared.threads, &mut plan.assignment)
+        builder
+            .assigner
+            .assign_evenly(&builder.footprints, shared.threads, &mut builder.assignment)
             .expect("a batch of at least one transaction per thread");
-        // Move the transactions into the shares in assigned order (each slot is taken once).
-        let size = plan.batch.len();
-        plan.slots.clear();
-        plan.slots.extend(plan.batch.drain(..).map(Some));
-        for (share, assigned) in plan.shares.iter_mut().zip(&plan.assignment) {
-            share.clear();
-            share.extend(assigned.iter().map(|&i| plan.slots[i].take().expect("assigned once")));
+        builder.slots.clear();
+        builder.slots.extend(builder.batch.drain(..).map(Some));
+        for (queue, assigned) in self.queues.iter().zip(&builder.assignment) {
+            let mut queue = queue.lock();
+            queue.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
         }
         let now = shared.start.elapsed().as_micros() as u64;
-        recorder.batch(now, size, 0, started.elapsed().as_nanos() as u64);
-    }
-}
-
-/// A barrier whose last arrival runs a closure before releasing the others. Waiters spin for
-/// a while (a batch is short) and then sleep on a condition variable, so an oversubscribed
-/// machine does not burn the leader's core.
-struct SpinBarrier {
-    parties: usize,
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
-    sleepers: AtomicUsize,
-    lock: Mutex<()>,
-    wake: parking_lot::Condvar,
-}
-
-/// Spins before a barrier waiter sleeps.
-const BARRIER_SPINS: u32 = 4096;
-
-impl SpinBarrier {
-    fn new(parties: usize) -> Self {
-        SpinBarrier {
-            parties,
-            arrived: AtomicUsize::new(0),
-            generation: AtomicUsize::new(0),
-            sleepers: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            wake: parking_lot::Condvar::new(),
-        }
-    }
-
-    fn wait(&self, leader: impl FnOnce()) {
-        let generation = self.generation.load(Ordering::Acquire);
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
-            leader();
-            self.arrived.store(0, Ordering::Relaxed);
-            self.generation.fetch_add(1, Ordering::SeqCst);
-            if self.sleepers.load(Ordering::SeqCst) > 0 {
-                let _guard = self.lock.lock();
-                self.wake.notify_all();
-            }
-            return;
-        }
-        for _ in 0..BARRIER_SPINS {
-            if self.generation.load(Ordering::Acquire) != generation {
-                return;
-            }
-            std::hint::spin_loop();
-        }
-        let mut guard = self.lock.lock();
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        while self.generation.load(Ordering::SeqCst) == generation {
-            self.wake.wait(&mut guard);
-        }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
     }
 }

@@ -167,7 +167,7 @@ pub struct Spin {
 }
 
 /// Spins between yields.
-const SPINS_PER_YIELD: u32 = 256;
+const SPINS_PER_YIELD: u32 = 4096;
 
 impl Spin {
     #[inline]
