@@ -32,6 +32,8 @@ pub struct ThreadAssigner {
     /// are live, the rest keep their capacity for later batches.
     lists: Vec<Vec<(u32, bool)>>,
     lists_used: usize,
+    /// Scratch: the keys the transaction being indexed writes.
+    written: Vec<u64>,
     /// Keys of each transaction (distinct), back to back.
     keys: Vec<u64>,
     key_bounds: Vec<usize>,
@@ -125,7 +127,8 @@ impl ThreadAssigner {
                 self.keys.push(key);
             }
             // Distinct keys, remembering whether each was written.
-            let written: Vec<u64> = self.keys[start..writes_end].to_vec();
+            self.written.clear();
+            self.written.extend_from_slice(&self.keys[start..writes_end]);
             let slice = &mut self.keys[start..];
             slice.sort_unstable();
             let mut distinct = 0;
@@ -137,7 +140,7 @@ impl ThreadAssigner {
             }
             self.keys.truncate(start + distinct);
             for &key in &self.keys[start..] {
-                let wrote = written.contains(&key);
+                let wrote = self.written.contains(&key);
                 let next = self.lists_used as u32;
                 let list = *self.accessors.entry(key).or_insert(next);
                 if list == next {

@@ -5,7 +5,7 @@
 //!  direct :  worker t:  generate ─> run (retry on abort, backoff) ─> record ─> generate ...
 //!
 //!  reorder:  worker t:  pop its queue ─> run (retry on abort) ─> pop ...
-//!                       queue empty: build the next batch (one builder at a time):
+//!                       queue empty: build the next batch (every worker can build):
 //!                       generate 4 x threads txns ─> ThreadAssigner (§4.2: conflicting
 //!                       txns to the same thread) ─> append each share to its thread's queue
 //! ```
@@ -20,12 +20,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crossbeam::queue::SegQueue;
 use crossbeam::utils::CachePadded;
 use ordo_harness::{Recorder, Window};
 use ordo_history::HistoryEntry;
 use ordo_reorder::{ThreadAssigner, TxnFootprint};
 use ordo_workload::{Key, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
-use parking_lot::Mutex;
 use rand::Rng;
 
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
@@ -153,7 +153,7 @@ fn drive<P: Protocol>(
         stop: AtomicBool::new(false),
         commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
         threads,
-        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch(), spec.seed)),
+        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch())),
     };
     let total = spec.warmup + spec.duration + spec.cooldown;
     let results: Vec<(Recorder, Vec<HistoryEntry>)> = std::thread::scope(|scope| {
@@ -322,87 +322,72 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<H
 /// A transaction waiting in a batch, with the time it entered.
 type Queued = (Txn, Instant);
 
-/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch (if no
-/// other worker is building one): it generates `batch_size` transactions, splits them over the
-/// threads with the thread-aware policy and appends each thread's share to that thread's
-/// queue, in the assigned order. A builder waits while another queue still holds more than
-/// two shares, so threads stay within two batches of each other and a batch's shares run side by
-/// side, as the assignment assumes.
+/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch: it
+/// generates `batch_size` transactions, splits them over the threads with the thread-aware
+/// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
+/// that thread's queue. Every worker builds with its own generator and scratch space, so
+/// building runs in parallel like generation does in direct mode. A builder waits while
+/// another queue holds more than [`QUEUED_SHARES_MAX`] shares, so threads stay within a few
+/// batches of each other and a batch's shares run side by side, as the assignment assumes.
 struct BatchFront {
     batch_size: usize,
-    queues: Vec<CachePadded<Mutex<std::collections::VecDeque<Queued>>>>,
-    builder: Mutex<Builder>,
+    /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
+    queues: Vec<CachePadded<SegQueue<Vec<Queued>>>>,
 }
 
+/// One worker's batch-building state.
+#[derive(Default)]
 struct Builder {
-    rng: WorkloadRng,
     batch: Vec<Queued>,
     footprints: Vec<TxnFootprint>,
     assigner: ThreadAssigner,
     assignment: Vec<Vec<usize>>,
     slots: Vec<Option<Queued>>,
+    /// Spent transactions and share buffers, reused.
+    spare_txns: Vec<Txn>,
+    spare_shares: Vec<Vec<Queued>>,
 }
 
 /// A builder waits while another thread has more than this many shares queued.
 const QUEUED_SHARES_MAX: usize = 2;
-
 /// Spent transactions a worker keeps for reuse (their key buffers).
 const SPARE_TXNS_MAX: usize = 256;
 
 impl BatchFront {
-    fn new(threads: usize, batch_size: usize, seed: u64) -> Self {
-        BatchFront {
-            batch_size,
-            queues: (0..threads).map(|_| CachePadded::new(Mutex::new(std::collections::VecDeque::new()))).collect(),
-            builder: Mutex::new(Builder {
-                rng: rng_from_seed(seed),
-                batch: Vec::new(),
-                footprints: Vec::new(),
-                assigner: ThreadAssigner::new(),
-                assignment: Vec::new(),
-                slots: Vec::new(),
-            }),
-        }
+    fn new(threads: usize, batch_size: usize) -> Self {
+        BatchFront { batch_size, queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect() }
     }
 
     fn work<P: Protocol>(&self, shared: &Shared<'_, P>, state: &mut WorkerState<P>) {
-        let share = self.batch_size.div_ceil(shared.threads);
-        let mut spare: Vec<Txn> = Vec::new();
+        let mut builder = Builder::default();
         let mut spin = crate::protocol::Spin::default();
         while !shared.stop.load(Ordering::Relaxed) {
-            let next = self.queues[state.index].lock().pop_front();
-            if let Some((txn, entered)) = next {
-                state.run_transaction(shared, &txn, entered);
-                if spare.len() < SPARE_TXNS_MAX {
-                    spare.push(txn);
+            if let Some(mut share) = self.queues[state.index].pop() {
+                for (txn, entered) in share.drain(..) {
+                    state.run_transaction(shared, &txn, entered);
+                    if builder.spare_txns.len() < SPARE_TXNS_MAX {
+                        builder.spare_txns.push(txn);
+                    }
                 }
+                builder.spare_shares.push(share);
                 continue;
             }
-            let others_behind = self.queues.iter().any(|q| q.lock().len() > QUEUED_SHARES_MAX * share);
-            match self.builder.try_lock() {
-                Some(mut builder) if !others_behind => {
-                    self.build(shared, &mut builder, &mut spare, &mut state.recorder);
-                    spin = crate::protocol::Spin::default();
-                }
-                _ => spin.wait(),
+            if self.queues.iter().any(|q| q.len() > QUEUED_SHARES_MAX) {
+                spin.wait();
+                continue;
             }
+            self.build(shared, &mut builder, state);
+            spin = crate::protocol::Spin::default();
         }
     }
 
     /// Generates a batch, assigns it to threads and queues the shares.
-    fn build<P: Protocol>(
-        &self,
-        shared: &Shared<'_, P>,
-        builder: &mut Builder,
-        spare: &mut Vec<Txn>,
-        recorder: &mut Recorder,
-    ) {
-        let builder = &mut *builder;
+    fn build<P: Protocol>(&self, shared: &Shared<'_, P>, builder: &mut Builder, state: &mut WorkerState<P>) {
         let entered = Instant::now();
         builder.batch.clear();
         for _ in 0..self.batch_size {
-            let mut txn = spare.pop().unwrap_or_default();
-            shared.workload.generate(&mut builder.rng, &mut txn);
+            let mut txn = builder.spare_txns.pop().unwrap_or_default();
+            shared.workload.generate(&mut state.rng, &mut txn);
             builder.batch.push((txn, entered));
         }
         builder.footprints.resize_with(self.batch_size, TxnFootprint::default);
@@ -418,10 +403,11 @@ impl BatchFront {
         builder.slots.clear();
         builder.slots.extend(builder.batch.drain(..).map(Some));
         for (queue, assigned) in self.queues.iter().zip(&builder.assignment) {
-            let mut queue = queue.lock();
-            queue.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
+            let mut share = builder.spare_shares.pop().unwrap_or_default();
+            share.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
+            queue.push(share);
         }
         let now = shared.start.elapsed().as_micros() as u64;
-        recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
+        state.recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
     }
 }
