@@ -131,6 +131,7 @@ struct Shared<'a, P: Protocol> {
     batch: Option<BatchFront>,
 }
 
+#[allow(clippy::needless_pass_by_value)] // the store lives for exactly this run
 fn drive<P: Protocol>(
     protocol: P,
     loading_started: Instant,
@@ -166,12 +167,8 @@ fn drive<P: Protocol>(
                     .expect("spawning a worker")
             })
             .collect();
-        loop {
-            let elapsed = shared.start.elapsed();
-            if elapsed >= total {
-                break;
-            }
-            std::thread::sleep((total - elapsed).min(Duration::from_millis(PROGRESS_MS)));
+        while let Some(left) = total.checked_sub(shared.start.elapsed()).filter(|left| !left.is_zero()) {
+            std::thread::sleep(left.min(Duration::from_millis(PROGRESS_MS)));
             let commits = shared.commits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
             progress(shared.start.elapsed().as_secs_f64(), commits);
         }
@@ -238,6 +235,12 @@ fn attempt<P: Protocol>(
     }
 }
 
+/// Microseconds since `start`.
+#[inline]
+fn now_us(start: Instant) -> u64 {
+    start.elapsed().as_micros() as u64
+}
+
 /// One worker's state.
 struct WorkerState<P: Protocol> {
     index: usize,
@@ -249,10 +252,6 @@ struct WorkerState<P: Protocol> {
 }
 
 impl<P: Protocol> WorkerState<P> {
-    fn now_us(&self, shared: &Shared<'_, P>) -> u64 {
-        shared.start.elapsed().as_micros() as u64
-    }
-
     /// Runs `txn` until it commits or the procedure gives up (or the run is stopping).
     fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant) {
         let protocol = shared.protocol;
@@ -266,7 +265,7 @@ impl<P: Protocol> WorkerState<P> {
             protocol.begin(&mut self.protocol_state, restarts > 0);
             match attempt(protocol, &mut self.protocol_state, shared.workload, txn, &mut self.exec) {
                 Ok(Outcome::Committed) => {
-                    let now = self.now_us(shared);
+                    let now = now_us(shared.start);
                     let latency_us = first_start.elapsed().as_micros() as u64;
                     self.recorder.commit(now, latency_us, restarts, txn.procedure);
                     self.committed += 1;
@@ -275,13 +274,13 @@ impl<P: Protocol> WorkerState<P> {
                 }
                 Ok(Outcome::UserAbort) => {
                     protocol.abort(&mut self.protocol_state);
-                    let now = self.now_us(shared);
+                    let now = now_us(shared.start);
                     self.recorder.user_abort(now);
                     return;
                 }
                 Err(Abort(cause)) => {
                     protocol.abort(&mut self.protocol_state);
-                    let now = self.now_us(shared);
+                    let now = now_us(shared.start);
                     self.recorder.abort(now, cause);
                     restarts += 1;
                     if shared.stop.load(Ordering::Relaxed) {

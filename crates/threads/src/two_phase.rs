@@ -96,7 +96,7 @@ impl TwoPhaseLocking {
                 }
             } else if current & WRITER == 0 && readers(current) < READERS_MAX {
                 let oldest = if holders == 0 { ts } else { (current & TS_MASK).min(ts) };
-                (current & !TS_MASK) + READER_ONE | oldest
+                ((current & !TS_MASK) + READER_ONE) | oldest
             } else {
                 0
             };

@@ -140,10 +140,13 @@ fn workload() -> Micro {
     Micro::new(MicroConfig { keys: 16, theta: 0.0, reads: 1, writes: 1, shared: 0 }).unwrap()
 }
 
+/// A named scenario: whether it observed its anomaly.
+type Scenario<P> = (&'static str, fn(&P) -> bool);
+
 /// Runs every scenario on a fresh store; returns the anomalies observed, by name.
 fn anomalies<P: Protocol>(build: impl Fn(&dyn Workload) -> P) -> Vec<&'static str> {
     let w = workload();
-    let scenarios: [(&str, fn(&P) -> bool); 4] = [
+    let scenarios: [Scenario<P>; 4] = [
         ("dirty_read", dirty_read),
         ("lost_update", lost_update),
         ("read_skew", read_skew),
