@@ -325,9 +325,10 @@ type Queued = (Txn, Instant);
 /// generates `batch_size` transactions, splits them over the threads with the thread-aware
 /// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
 /// that thread's queue. Every worker builds with its own generator and scratch space, so
-/// building runs in parallel like generation does in direct mode. A builder waits while
-/// another queue holds more than [`QUEUED_SHARES_MAX`] shares, so threads stay within a few
-/// batches of each other and a batch's shares run side by side, as the assignment assumes.
+/// building runs in parallel like generation does in direct mode. A worker does not build
+/// while another queue holds more than [`QUEUED_SHARES_MAX`] shares: it takes that queue's
+/// oldest share instead, so threads stay within a few batches of each other (a batch's shares
+/// run side by side, as the assignment assumes) and a descheduled thread stalls nobody.
 struct BatchFront {
     batch_size: usize,
     /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
@@ -347,7 +348,8 @@ struct Builder {
     spare_shares: Vec<Vec<Queued>>,
 }
 
-/// A builder waits while another thread has more than this many shares queued.
+/// A worker takes over another thread's oldest share instead of building while that thread
+/// has more than this many shares queued.
 const QUEUED_SHARES_MAX: usize = 2;
 /// Spent transactions a worker keeps for reuse (their key buffers).
 const SPARE_TXNS_MAX: usize = 256;
@@ -371,8 +373,14 @@ impl BatchFront {
                 builder.spare_shares.push(share);
                 continue;
             }
-            if self.queues.iter().any(|q| q.len() > QUEUED_SHARES_MAX) {
-                spin.wait();
+            // Another thread is behind (descheduled, or its share was slow): rather than wait
+            // for it, run its oldest queued share here. A share moves whole, so the
+            // transactions the assignment grouped still run together, one after another.
+            if let Some(behind) = self.queues.iter().filter(|q| q.len() > QUEUED_SHARES_MAX).max_by_key(|q| q.len()) {
+                match behind.pop() {
+                    Some(share) => self.queues[state.index].push(share),
+                    None => spin.wait(),
+                }
                 continue;
             }
             self.build(shared, &mut builder, state);
