@@ -25,8 +25,15 @@ use crate::graph::Footprint;
 /// Assigns batches to threads, reusing its scratch space.
 #[derive(Debug, Default)]
 pub struct ThreadAssigner {
-    /// Key -> (transaction, wrote it) entries, one list per key.
-    accessors: HashMap<u64, Vec<(u32, bool)>>,
+    /// Key -> index of its list in `lists`, for the keys of the current batch only (cleared
+    /// per batch, so the cost of a batch does not grow with every key ever seen).
+    accessors: HashMap<u64, u32>,
+    /// (transaction, wrote it) entries, one list per key of the batch; the first `lists_used`
+    /// are live, the rest keep their capacity for later batches.
+    lists: Vec<Vec<(u32, bool)>>,
+    lists_used: usize,
+    /// Scratch: the keys the transaction being indexed writes.
+    written: Vec<u64>,
     /// Keys of each transaction (distinct), back to back.
     keys: Vec<u64>,
     key_bounds: Vec<usize>,
@@ -104,7 +111,9 @@ impl ThreadAssigner {
     fn index<F: Footprint>(&mut self, batch: &[F]) {
         let n = batch.len();
         self.words = bitset::words_for(n);
-        self.accessors.values_mut().for_each(Vec::clear);
+        self.accessors.clear();
+        self.lists[..self.lists_used].iter_mut().for_each(Vec::clear);
+        self.lists_used = 0;
         self.keys.clear();
         self.key_bounds.clear();
         self.key_bounds.push(0);
@@ -118,7 +127,8 @@ impl ThreadAssigner {
                 self.keys.push(key);
             }
             // Distinct keys, remembering whether each was written.
-            let written: Vec<u64> = self.keys[start..writes_end].to_vec();
+            self.written.clear();
+            self.written.extend_from_slice(&self.keys[start..writes_end]);
             let slice = &mut self.keys[start..];
             slice.sort_unstable();
             let mut distinct = 0;
@@ -130,15 +140,23 @@ impl ThreadAssigner {
             }
             self.keys.truncate(start + distinct);
             for &key in &self.keys[start..] {
-                let wrote = written.contains(&key);
-                self.accessors.entry(key).or_default().push((txn as u32, wrote));
+                let wrote = self.written.contains(&key);
+                let next = self.lists_used as u32;
+                let list = *self.accessors.entry(key).or_insert(next);
+                if list == next {
+                    self.lists_used += 1;
+                    if self.lists.len() < self.lists_used {
+                        self.lists.push(Vec::new());
+                    }
+                }
+                self.lists[list as usize].push((txn as u32, wrote));
             }
             self.key_bounds.push(self.keys.len());
         }
         self.conflicts.clear();
         self.conflicts.resize(n * self.words, 0);
         let words = self.words;
-        for list in self.accessors.values() {
+        for list in &self.lists[..self.lists_used] {
             for (i, &(a, a_wrote)) in list.iter().enumerate() {
                 for &(b, b_wrote) in &list[i + 1..] {
                     if a_wrote || b_wrote {
@@ -169,7 +187,7 @@ impl ThreadAssigner {
             self.conflicts_with_rest[u] -= 1;
         }
         for &key in &self.keys[self.key_bounds[v]..self.key_bounds[v + 1]] {
-            for &(u, _) in &self.accessors[&key] {
+            for &(u, _) in &self.lists[self.accessors[&key] as usize] {
                 if bitset::contains(&self.unassigned, u as usize) {
                     self.shared_with_thread[u as usize] += 1;
                 }

@@ -9,17 +9,20 @@
 //! * [`zipf`]: exact Zipfian key choice.
 //! * [`micro`]: the paper's micro-benchmark (§5.1).
 //! * [`smallbank`]: SmallBank (§5.4).
+//! * [`ycsb`]: YCSB as in Cicada and §5.6 (16 requests, reads and read-modify-writes).
 
 mod error;
 pub mod micro;
 pub mod procedure;
 pub mod smallbank;
+pub mod ycsb;
 pub mod zipf;
 
 pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
 pub use procedure::{Key, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
+pub use ycsb::{WriteKind, Ycsb, YcsbConfig};
 pub use zipf::{ALIAS_KEYS_MAX, Zipf};
 
 /// The random number generator every workload uses: fast, seedable, and the same stream on

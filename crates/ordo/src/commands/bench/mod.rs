@@ -7,6 +7,7 @@
 //! finished point, so an interrupted sweep keeps what it finished.
 
 mod pipeline;
+mod threads;
 pub mod workloads;
 
 use std::path::PathBuf;
@@ -21,7 +22,8 @@ use workloads::WorkloadArgs;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Engine: pipeline (the paper's OCC engine).
+    /// Engine: pipeline (the paper's OCC engine) or threads (thread-per-worker: Silo, TicToc,
+    /// 2PL, MVCC and thread-aware reordering; choose with --protocol).
     #[arg(long, default_value = "pipeline")]
     pub engine: String,
     #[command(flatten)]
@@ -66,6 +68,8 @@ pub struct BenchArgs {
     pub verify: bool,
     #[command(flatten)]
     pub pipeline: pipeline::PipelineArgs,
+    #[command(flatten)]
+    pub threads: threads::ThreadsArgs,
 }
 
 /// One configuration of a sweep, ready to run.
@@ -149,7 +153,8 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
     validate(args)?;
     let planned = match args.engine.as_str() {
         "pipeline" => pipeline::plan(args)?,
-        other => bail!("unknown engine `{other}`; expected pipeline"),
+        "threads" => threads::plan(args)?,
+        other => bail!("unknown engine `{other}`; expected pipeline or threads"),
     };
     if args.history.is_some() && (planned.len() > 1 || args.runs > 1) {
         bail!("--history records one run: give a single configuration and --runs 1");

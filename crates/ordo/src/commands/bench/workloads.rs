@@ -5,12 +5,12 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use clap::Args;
 use ordo_workload::smallbank::{CONSERVED_MIX, STANDARD_MIX};
-use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload};
+use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, WriteKind, Ycsb, YcsbConfig};
 
 /// Workload knobs shared by every engine.
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
-    /// Workload: micro (the paper's micro-benchmark) or smallbank.
+    /// Workload: micro (the paper's micro-benchmark), smallbank or ycsb.
     #[arg(long, default_value = "micro")]
     pub workload: String,
     /// Keys (micro) or customers (smallbank); default 100000.
@@ -29,6 +29,24 @@ pub struct WorkloadArgs {
     /// or six weights for Amalgamate,Balance,DepositChecking,SendPayment,TransactSavings,WriteCheck.
     #[arg(long, default_value = "standard")]
     pub mix: String,
+    /// ycsb: records in the table.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub records: u64,
+    /// ycsb: requests per transaction (at most 64).
+    #[arg(long, default_value_t = 16)]
+    pub ops: usize,
+    /// ycsb: probability that a request is a read, in [0, 1].
+    #[arg(long, default_value_t = 0.5)]
+    pub read_ratio: f64,
+    /// ycsb: whether the other requests are read-modify-writes (rmw) or blind writes (blind).
+    #[arg(long, default_value = "rmw")]
+    pub write_kind: String,
+    /// ycsb: YCSB's scrambled Zipfian (ranks hashed over the table with FNV-1a).
+    #[arg(long)]
+    pub scrambled: bool,
+    /// Payload bytes per record (threads engine: every workload; copied on each read and write).
+    #[arg(long, default_value_t = 100)]
+    pub payload_bytes: usize,
 }
 
 pub const KEYS_DEFAULT: u64 = 100_000;
@@ -67,12 +85,34 @@ impl WorkloadArgs {
                     ..SmallBankConfig::default()
                 })?)
             }
-            other => bail!("unknown workload `{other}`; expected micro or smallbank"),
+            "ycsb" => {
+                let write_kind: WriteKind = self.write_kind.parse()?;
+                Arc::new(Ycsb::new(YcsbConfig {
+                    records: self.records,
+                    theta,
+                    ops: self.ops,
+                    read_ratio: self.read_ratio,
+                    write_kind,
+                    payload_bytes: self.payload_bytes,
+                    scrambled: self.scrambled,
+                })?)
+            }
+            other => bail!("unknown workload `{other}`; expected micro, smallbank or ycsb"),
         })
     }
 
     /// Knobs worth recording with a result.
     pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
+        if self.workload == "ycsb" {
+            return vec![
+                ("records", self.records.into()),
+                ("ops", self.ops.into()),
+                ("read_ratio", self.read_ratio.into()),
+                ("write_kind", self.write_kind.clone().into()),
+                ("scrambled", self.scrambled.into()),
+                ("payload_bytes", self.payload_bytes.into()),
+            ];
+        }
         let mut knobs = vec![("keys", self.keys.unwrap_or(KEYS_DEFAULT).into())];
         match self.workload.as_str() {
             "micro" => {

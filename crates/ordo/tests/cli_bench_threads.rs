@@ -1,0 +1,92 @@
+//! `ordo bench --engine threads` from the outside: results, sweeps, verification, history, and
+//! bad flags (a clear error and exit code 1, never a panic).
+
+use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn ordo() -> Command {
+    Command::cargo_bin("ordo").unwrap()
+}
+
+const SHORT: [&str; 4] = ["--duration", "0.2", "--warmup", "0.05"];
+const SMALL_YCSB: [&str; 6] = ["--workload", "ycsb", "--records", "20000", "--payload-bytes", "16"];
+
+#[test]
+fn sweeps_protocols_threads_and_theta() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    ordo()
+        .args(["bench", "--engine", "threads", "--protocol", "silo,serial,reorder", "--threads", "1,2"])
+        .args(["--theta", "0,0.99"])
+        .args(SMALL_YCSB)
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(contains("reorder"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // serial runs once per θ (one thread), the others twice.
+    assert_eq!(records.len(), 2 * (2 + 1 + 2));
+    for record in &records {
+        assert_eq!(record["engine"], "threads");
+        assert_eq!(record["workload"], "ycsb");
+        assert!(record["commits"].as_f64().unwrap() > 0.0, "{record}");
+        assert!(record["latency_us"]["p99"].as_f64().is_some());
+        assert_eq!(record["config"]["ops"], 16);
+    }
+    assert!(records.iter().any(|r| r["mode"] == "serial" && r["config"]["threads"] == 1));
+}
+
+#[test]
+fn verify_checks_serializability_and_the_conserved_total() {
+    ordo()
+        .args(["bench", "--engine", "threads", "--protocol", "tictoc,ssi,reorder+no_wait", "--workload", "smallbank"])
+        .args(["--mix", "conserved", "--keys", "500", "--theta", "0.9", "--verify"])
+        .args(SHORT)
+        .assert()
+        .success()
+        .stderr(contains("verified:"))
+        .stderr(contains("conserved total exact"));
+}
+
+#[test]
+fn history_feeds_the_checker() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.jsonl");
+    ordo()
+        .args(["bench", "--engine", "threads", "--protocol", "wait_die", "--workload", "micro", "--keys", "1000"])
+        .args(SHORT)
+        .arg("--history")
+        .arg(&history)
+        .assert()
+        .success();
+    ordo().arg("check").arg(&history).assert().success();
+}
+
+#[test]
+fn bad_flags_fail_clearly() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["--protocol", "occ"], "unknown protocol `occ`"),
+        (&["--protocol", "reorder+serial"], "reorder runs over a concurrent protocol"),
+        (&["--threads", "0"], "threads"),
+        (&["--threads", "1000"], "threads"),
+        (&["--workload", "ycsb", "--records", "10", "--ops", "16"], "distinct keys"),
+        (&["--workload", "ycsb", "--read-ratio", "2"], "read-ratio"),
+        (&["--workload", "ycsb", "--write-kind", "sideways"], "expected rmw or blind"),
+        (&["--protocol", "mvcc_si", "--verify"], "does not promise"),
+    ];
+    for (args, expected) in cases {
+        ordo()
+            .args(["bench", "--engine", "threads"])
+            .args(args)
+            .args(SHORT)
+            .assert()
+            .code(1)
+            .stderr(contains(expected))
+            .stderr(contains("panicked").not());
+    }
+    ordo().args(["bench", "--engine", "threadz"]).args(SHORT).assert().code(1).stderr(contains("pipeline or threads"));
+}

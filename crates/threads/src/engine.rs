@@ -1,0 +1,420 @@
+//! The driver: loads the store, runs worker threads for warm-up + measurement + cool-down, and
+//! merges what they measured.
+//!
+//! ```text
+//!  direct :  worker t:  generate ─> run (retry on abort, backoff) ─> record ─> generate ...
+//!
+//!  reorder:  worker t:  pop its queue ─> run (retry on abort) ─> pop ...
+//!                       queue empty: build the next batch (every worker can build):
+//!                       generate 4 x threads txns ─> ThreadAssigner (§4.2: conflicting
+//!                       txns to the same thread) ─> append each share to its thread's queue
+//! ```
+//!
+//! Workers run whole transactions synchronously through the [`Protocol`] interface; an aborted
+//! attempt retries on the same worker after a randomized exponential backoff, and latency
+//! counts from the transaction's first start (for reorder: from when it entered its batch) to
+//! its commit. Transactions never cross batch boundaries. The main thread only sleeps and
+//! reports progress, so exactly `threads` threads are busy (plus Silo's sleeping epoch thread).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam::queue::SegQueue;
+use crossbeam::utils::CachePadded;
+use ordo_harness::{Recorder, Window};
+use ordo_history::HistoryEntry;
+use ordo_reorder::{ThreadAssigner, TxnFootprint};
+use ordo_workload::{Key, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
+use rand::Rng;
+
+use crate::config::{ConfigError, EngineConfig, ProtocolKind};
+use crate::mvcc::{Isolation, Mvcc};
+use crate::protocol::{Abort, Protocol};
+use crate::serial::Serial;
+use crate::silo::Silo;
+use crate::tictoc::TicToc;
+use crate::two_phase::{Deadlock, TwoPhaseLocking};
+
+/// How long and how a run goes.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub cooldown: Duration,
+    /// Keep every committed transaction's reads and writes.
+    pub record_history: bool,
+}
+
+/// What a run measured.
+#[derive(Debug)]
+pub struct RunReport {
+    pub recorder: Recorder,
+    pub measured_s: f64,
+    /// Committed transactions, when recorded.
+    pub history: Vec<HistoryEntry>,
+    /// Seconds spent loading the store.
+    pub load_s: f64,
+    pub threads: usize,
+    /// `(initial, final)` sum over the workload's conserved keys, if it has them.
+    pub conserved: Option<(i64, i64)>,
+}
+
+/// Progress between two reports.
+const PROGRESS_MS: u64 = 100;
+/// Backoff after the n-th abort spins up to `2^min(n + 4, BACKOFF_SHIFT_MAX)` times.
+const BACKOFF_SHIFT_MAX: u32 = 10;
+
+/// Runs `workload` on the engine `config` describes; `progress(elapsed_s, commits)` is called
+/// every 100 ms.
+pub fn run(
+    config: &EngineConfig,
+    workload: &Arc<dyn Workload>,
+    spec: &RunSpec,
+    progress: impl FnMut(f64, u64),
+) -> Result<RunReport, ConfigError> {
+    config.validate()?;
+    let threads = config.effective_threads();
+    let started = Instant::now();
+    let w = workload.as_ref();
+    let (payload, versions) = (config.payload_bytes, config.versions);
+    Ok(match config.protocol {
+        ProtocolKind::Silo => drive(Silo::new(w, payload, threads), started, config, workload, spec, progress),
+        ProtocolKind::TicToc => drive(TicToc::new(w, payload, threads), started, config, workload, spec, progress),
+        ProtocolKind::NoWait => drive(
+            TwoPhaseLocking::new(w, payload, threads, Deadlock::NoWait),
+            started,
+            config,
+            workload,
+            spec,
+            progress,
+        ),
+        ProtocolKind::WaitDie => drive(
+            TwoPhaseLocking::new(w, payload, threads, Deadlock::WaitDie),
+            started,
+            config,
+            workload,
+            spec,
+            progress,
+        ),
+        ProtocolKind::MvccSi => drive(
+            Mvcc::new(w, payload, threads, versions, Isolation::Snapshot),
+            started,
+            config,
+            workload,
+            spec,
+            progress,
+        ),
+        ProtocolKind::Ssi => drive(
+            Mvcc::new(w, payload, threads, versions, Isolation::SerialSafetyNet),
+            started,
+            config,
+            workload,
+            spec,
+            progress,
+        ),
+        ProtocolKind::Serial => drive(Serial::new(w, payload, 1), started, config, workload, spec, progress),
+    })
+}
+
+/// Everything a worker shares with the others.
+struct Shared<'a, P: Protocol> {
+    protocol: &'a P,
+    workload: &'a dyn Workload,
+    spec: &'a RunSpec,
+    start: Instant,
+    window: Window,
+    stop: AtomicBool,
+    commits: Vec<CachePadded<AtomicU64>>,
+    threads: usize,
+    batch: Option<BatchFront>,
+}
+
+#[allow(clippy::needless_pass_by_value)] // the store lives for exactly this run
+fn drive<P: Protocol>(
+    protocol: P,
+    loading_started: Instant,
+    config: &EngineConfig,
+    workload: &Arc<dyn Workload>,
+    spec: &RunSpec,
+    mut progress: impl FnMut(f64, u64),
+) -> RunReport {
+    let load_s = loading_started.elapsed().as_secs_f64();
+    let protocol = &protocol;
+    let threads = config.effective_threads();
+    let micros = |d: Duration| d.as_micros() as u64;
+    let window = Window::after_warmup(micros(spec.warmup), micros(spec.duration));
+    let shared = Shared {
+        protocol,
+        workload: workload.as_ref(),
+        spec,
+        start: Instant::now(),
+        window,
+        stop: AtomicBool::new(false),
+        commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+        threads,
+        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch())),
+    };
+    let total = spec.warmup + spec.duration + spec.cooldown;
+    let results: Vec<(Recorder, Vec<HistoryEntry>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|index| {
+                let shared = &shared;
+                std::thread::Builder::new()
+                    .name(format!("worker-{index}"))
+                    .spawn_scoped(scope, move || worker(shared, index))
+                    .expect("spawning a worker")
+            })
+            .collect();
+        while let Some(left) = total.checked_sub(shared.start.elapsed()).filter(|left| !left.is_zero()) {
+            std::thread::sleep(left.min(Duration::from_millis(PROGRESS_MS)));
+            let commits = shared.commits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            progress(shared.start.elapsed().as_secs_f64(), commits);
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().expect("a worker panicked")).collect()
+    });
+    let mut recorder = Recorder::new(window);
+    let mut history = Vec::new();
+    for (part, entries) in results {
+        recorder.merge(&part);
+        history.extend(entries);
+    }
+    let conserved = workload.conserved_keys().map(|range| {
+        let initial = range.clone().map(|k| workload.initial_value(k)).sum();
+        let final_sum = range.map(|k| protocol.committed_value(k)).sum();
+        (initial, final_sum)
+    });
+    RunReport { recorder, measured_s: spec.duration.as_secs_f64(), history, load_s, threads, conserved }
+}
+
+/// Per-worker execution buffers, reused by every transaction (no allocation per operation).
+#[derive(Default)]
+struct Exec {
+    values: Vec<Value>,
+    reads: Vec<Key>,
+    writes: Vec<(Key, Value)>,
+    footprint_reads: Vec<Key>,
+    update_keys: Vec<Key>,
+}
+
+/// How an attempt ended.
+enum Outcome {
+    Committed,
+    UserAbort,
+}
+
+fn attempt<P: Protocol>(
+    protocol: &P,
+    worker: &mut P::Worker,
+    workload: &dyn Workload,
+    txn: &Txn,
+    exec: &mut Exec,
+) -> Result<Outcome, Abort> {
+    exec.values.clear();
+    exec.writes.clear();
+    loop {
+        exec.reads.clear();
+        match workload.step(txn, &exec.values, &mut exec.reads, &mut exec.writes) {
+            Step::Read => {
+                for &key in &exec.reads {
+                    let for_update = P::UPDATE_HINTS && exec.update_keys.contains(&key);
+                    exec.values.push(protocol.read(worker, key, for_update)?);
+                }
+            }
+            Step::Commit => {
+                for &(key, value) in &exec.writes {
+                    protocol.write(worker, key, value)?;
+                }
+                protocol.commit(worker)?;
+                return Ok(Outcome::Committed);
+            }
+            Step::UserAbort => return Ok(Outcome::UserAbort),
+        }
+    }
+}
+
+/// Microseconds since `start`.
+#[inline]
+fn now_us(start: Instant) -> u64 {
+    start.elapsed().as_micros() as u64
+}
+
+/// One worker's state.
+struct WorkerState<P: Protocol> {
+    index: usize,
+    protocol_state: P::Worker,
+    rng: WorkloadRng,
+    recorder: Recorder,
+    exec: Exec,
+    committed: u64,
+}
+
+impl<P: Protocol> WorkerState<P> {
+    /// Runs `txn` until it commits or the procedure gives up (or the run is stopping).
+    fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant) {
+        let protocol = shared.protocol;
+        if P::UPDATE_HINTS {
+            self.exec.footprint_reads.clear();
+            self.exec.update_keys.clear();
+            shared.workload.footprint(txn, &mut self.exec.footprint_reads, &mut self.exec.update_keys);
+        }
+        let mut restarts = 0u32;
+        loop {
+            protocol.begin(&mut self.protocol_state, restarts > 0);
+            match attempt(protocol, &mut self.protocol_state, shared.workload, txn, &mut self.exec) {
+                Ok(Outcome::Committed) => {
+                    let now = now_us(shared.start);
+                    let latency_us = first_start.elapsed().as_micros() as u64;
+                    self.recorder.commit(now, latency_us, restarts, txn.procedure);
+                    self.committed += 1;
+                    shared.commits[self.index].store(self.committed, Ordering::Relaxed);
+                    return;
+                }
+                Ok(Outcome::UserAbort) => {
+                    protocol.abort(&mut self.protocol_state);
+                    let now = now_us(shared.start);
+                    self.recorder.user_abort(now);
+                    return;
+                }
+                Err(Abort(cause)) => {
+                    protocol.abort(&mut self.protocol_state);
+                    let now = now_us(shared.start);
+                    self.recorder.abort(now, cause);
+                    restarts += 1;
+                    if shared.stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let spins = self.rng.random_range(0..1u32 << (restarts + 4).min(BACKOFF_SHIFT_MAX));
+                    (0..spins).for_each(|_| std::hint::spin_loop());
+                }
+            }
+        }
+    }
+}
+
+fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<HistoryEntry>) {
+    let seed = shared.spec.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut state = WorkerState::<P> {
+        index,
+        protocol_state: shared.protocol.worker(index, shared.spec.record_history),
+        rng: rng_from_seed(seed),
+        recorder: Recorder::new(shared.window),
+        exec: Exec::default(),
+        committed: 0,
+    };
+    match &shared.batch {
+        None => {
+            let mut txn = Txn::default();
+            while !shared.stop.load(Ordering::Relaxed) {
+                shared.workload.generate(&mut state.rng, &mut txn);
+                state.run_transaction(shared, &txn, Instant::now());
+            }
+        }
+        Some(front) => front.work(shared, &mut state),
+    }
+    let history = std::mem::take(P::history(&mut state.protocol_state));
+    (state.recorder, history)
+}
+
+/// A transaction waiting in a batch, with the time it entered.
+type Queued = (Txn, Instant);
+
+/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch: it
+/// generates `batch_size` transactions, splits them over the threads with the thread-aware
+/// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
+/// that thread's queue. Every worker builds with its own generator and scratch space, so
+/// building runs in parallel like generation does in direct mode. A worker does not build
+/// while another queue holds more than [`QUEUED_SHARES_MAX`] shares: it takes that queue's
+/// oldest share instead, so threads stay within a few batches of each other (a batch's shares
+/// run side by side, as the assignment assumes) and a descheduled thread stalls nobody.
+struct BatchFront {
+    batch_size: usize,
+    /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
+    queues: Vec<CachePadded<SegQueue<Vec<Queued>>>>,
+}
+
+/// One worker's batch-building state.
+#[derive(Default)]
+struct Builder {
+    batch: Vec<Queued>,
+    footprints: Vec<TxnFootprint>,
+    assigner: ThreadAssigner,
+    assignment: Vec<Vec<usize>>,
+    slots: Vec<Option<Queued>>,
+    /// Spent transactions and share buffers, reused.
+    spare_txns: Vec<Txn>,
+    spare_shares: Vec<Vec<Queued>>,
+}
+
+/// A worker takes over another thread's oldest share instead of building while that thread
+/// has more than this many shares queued.
+const QUEUED_SHARES_MAX: usize = 2;
+/// Spent transactions a worker keeps for reuse (their key buffers).
+const SPARE_TXNS_MAX: usize = 256;
+
+impl BatchFront {
+    fn new(threads: usize, batch_size: usize) -> Self {
+        BatchFront { batch_size, queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect() }
+    }
+
+    fn work<P: Protocol>(&self, shared: &Shared<'_, P>, state: &mut WorkerState<P>) {
+        let mut builder = Builder::default();
+        let mut spin = crate::protocol::Spin::default();
+        while !shared.stop.load(Ordering::Relaxed) {
+            if let Some(mut share) = self.queues[state.index].pop() {
+                for (txn, entered) in share.drain(..) {
+                    state.run_transaction(shared, &txn, entered);
+                    if builder.spare_txns.len() < SPARE_TXNS_MAX {
+                        builder.spare_txns.push(txn);
+                    }
+                }
+                builder.spare_shares.push(share);
+                continue;
+            }
+            // Another thread is behind (descheduled, or its share was slow): rather than wait
+            // for it, run its oldest queued share here. A share moves whole, so the
+            // transactions the assignment grouped still run together, one after another.
+            if let Some(behind) = self.queues.iter().filter(|q| q.len() > QUEUED_SHARES_MAX).max_by_key(|q| q.len()) {
+                match behind.pop() {
+                    Some(share) => self.queues[state.index].push(share),
+                    None => spin.wait(),
+                }
+                continue;
+            }
+            self.build(shared, &mut builder, state);
+            spin = crate::protocol::Spin::default();
+        }
+    }
+
+    /// Generates a batch, assigns it to threads and queues the shares.
+    fn build<P: Protocol>(&self, shared: &Shared<'_, P>, builder: &mut Builder, state: &mut WorkerState<P>) {
+        let entered = Instant::now();
+        builder.batch.clear();
+        for _ in 0..self.batch_size {
+            let mut txn = builder.spare_txns.pop().unwrap_or_default();
+            shared.workload.generate(&mut state.rng, &mut txn);
+            builder.batch.push((txn, entered));
+        }
+        builder.footprints.resize_with(self.batch_size, TxnFootprint::default);
+        for ((txn, _), footprint) in builder.batch.iter().zip(&mut builder.footprints) {
+            footprint.reads.clear();
+            footprint.writes.clear();
+            shared.workload.footprint(txn, &mut footprint.reads, &mut footprint.writes);
+        }
+        builder
+            .assigner
+            .assign_evenly(&builder.footprints, shared.threads, &mut builder.assignment)
+            .expect("a batch of at least one transaction per thread");
+        builder.slots.clear();
+        builder.slots.extend(builder.batch.drain(..).map(Some));
+        for (queue, assigned) in self.queues.iter().zip(&builder.assignment) {
+            let mut share = builder.spare_shares.pop().unwrap_or_default();
+            share.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
+            queue.push(share);
+        }
+        let now = shared.start.elapsed().as_micros() as u64;
+        state.recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
+    }
+}

@@ -1,0 +1,229 @@
+//! Silo OCC (Tu et al., SOSP 2013): optimistic reads of TID-stamped records, a commit that
+//! locks the write set in a global order, validates the read set, and stamps the writes with
+//! a TID from the current epoch.
+//!
+//! ```text
+//!   TID word:  [ lock:1 | latest:1 | epoch:30 | sequence:32 ]
+//!
+//!   read k   : t1 = tid(k) (wait while locked); copy value, seq, payload; t2 = tid(k);
+//!              retry unless t1 == t2; remember (k, t1)
+//!   commit   : 1. lock the write set in key order (spin: the order rules out deadlock)
+//!              2. e = global epoch (after a fence: the serialization point)
+//!              3. every read (k, t): tid(k) still t, and not locked by another transaction
+//!              4. tid = max(observed TIDs + 1, this worker's last TID + 1, e.0)
+//!              5. install each write, then publish tid (unlocks)
+//! ```
+//!
+//! The epoch advances every [`EPOCH_MS`] on a sleeping thread (not a spinner): commit TIDs
+//! then order transactions by epoch first, which Silo uses for durability and read-only
+//! snapshots. ordo keeps the epoch so TIDs have Silo's shape and cost; there is no logging.
+//! Records are never inserted or deleted, so the latest-version bit is always set.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ordo_history::HistoryEntry;
+use ordo_workload::{Key, Value, Workload};
+
+use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
+use crate::store::Table;
+
+/// How often the global epoch advances (Silo's 40 ms).
+pub const EPOCH_MS: u64 = 40;
+
+const LOCK: u64 = 1 << 63;
+const LATEST: u64 = 1 << 62;
+const TID_MASK: u64 = LATEST - 1;
+const EPOCH_SHIFT: u32 = 32;
+
+/// The global epoch and the thread that advances it.
+#[derive(Debug)]
+struct EpochClock {
+    epoch: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochClock {
+    fn start() -> Self {
+        let epoch = Arc::new(AtomicU64::new(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (epoch, stop) = (Arc::clone(&epoch), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("silo-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(Duration::from_millis(EPOCH_MS));
+                        epoch.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+                .expect("spawning the epoch thread")
+        };
+        EpochClock { epoch, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for EpochClock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Silo over a single-version table.
+#[derive(Debug)]
+pub struct Silo {
+    table: Table,
+    clock: EpochClock,
+}
+
+#[derive(Debug)]
+pub struct SiloWorker {
+    reads: Vec<(Key, u64)>,
+    writes: WriteSet,
+    /// Write-set entries locked so far (a prefix of the sorted write set).
+    locked: usize,
+    last_tid: u64,
+    payload: Vec<u64>,
+    recording: Recording,
+}
+
+impl Silo {
+    pub fn new(workload: &dyn Workload, payload_bytes: usize, load_threads: usize) -> Self {
+        Silo { table: Table::load(workload, payload_bytes, LATEST, load_threads), clock: EpochClock::start() }
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    fn unlock_prefix(&self, worker: &mut SiloWorker) {
+        for &(key, _) in &worker.writes.entries[..worker.locked] {
+            let meta = self.table.meta(key);
+            meta.store(meta.load(Ordering::Relaxed) & !LOCK, Ordering::Release);
+        }
+        worker.locked = 0;
+    }
+}
+
+impl Protocol for Silo {
+    type Worker = SiloWorker;
+
+    fn name(&self) -> &'static str {
+        "silo"
+    }
+
+    fn worker(&self, index: usize, record_history: bool) -> SiloWorker {
+        SiloWorker {
+            reads: Vec::with_capacity(64),
+            writes: WriteSet::default(),
+            locked: 0,
+            last_tid: 0,
+            payload: vec![0; self.table.payload_words()],
+            recording: Recording::new(index, record_history),
+        }
+    }
+
+    fn begin(&self, worker: &mut SiloWorker, _restart: bool) {
+        worker.reads.clear();
+        worker.writes.clear();
+        worker.locked = 0;
+        worker.recording.clear();
+    }
+
+    #[inline]
+    fn read(&self, worker: &mut SiloWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {
+        if let Some(value) = worker.writes.get(key) {
+            return Ok(value);
+        }
+        let meta = self.table.meta(key);
+        let mut spin = Spin::default();
+        loop {
+            let before = meta.load(Ordering::Acquire);
+            if before & LOCK != 0 {
+                spin.wait();
+                continue;
+            }
+            let (value, seq) = self.table.read_data(key, &mut worker.payload);
+            fence(Ordering::Acquire);
+            if meta.load(Ordering::Relaxed) == before {
+                worker.reads.push((key, before));
+                worker.recording.read(key, seq);
+                return Ok(value);
+            }
+        }
+    }
+
+    #[inline]
+    fn write(&self, worker: &mut SiloWorker, key: Key, value: Value) -> Result<(), Abort> {
+        worker.writes.put(key, value);
+        Ok(())
+    }
+
+    fn commit(&self, worker: &mut SiloWorker) -> Result<(), Abort> {
+        // 1. Lock the write set in key order.
+        worker.writes.sort();
+        let mut max_tid = worker.last_tid;
+        for i in 0..worker.writes.entries.len() {
+            let meta = self.table.meta(worker.writes.entries[i].0);
+            let mut spin = Spin::default();
+            loop {
+                let current = meta.load(Ordering::Relaxed);
+                if current & LOCK == 0
+                    && meta.compare_exchange_weak(current, current | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                {
+                    max_tid = max_tid.max(current & TID_MASK);
+                    break;
+                }
+                spin.wait();
+            }
+            worker.locked = i + 1;
+        }
+        // Writes below must not become visible before the locks; the epoch read is the
+        // serialization point and must not move above the locking.
+        fence(Ordering::SeqCst);
+        let epoch = self.clock.epoch.load(Ordering::Acquire);
+        // 3. Validate the read set.
+        for &(key, tid) in &worker.reads {
+            let current = self.table.meta(key).load(Ordering::Acquire);
+            if current & TID_MASK != tid & TID_MASK || (current & LOCK != 0 && !worker.writes.contains(key)) {
+                self.unlock_prefix(worker);
+                return Err(Abort::CONFLICT);
+            }
+            max_tid = max_tid.max(tid & TID_MASK);
+        }
+        // 4. The commit TID.
+        let tid = (max_tid + 1).max(epoch << EPOCH_SHIFT);
+        debug_assert!(tid > worker.last_tid && tid & !TID_MASK == 0);
+        // 5. Install and unlock.
+        for &(key, value) in &worker.writes.entries {
+            let seq = self.table.seq(key) + 1;
+            self.table.write_data(key, value, seq);
+            worker.recording.write(key, seq);
+            self.table.meta(key).store(tid | LATEST, Ordering::Release);
+        }
+        worker.locked = 0;
+        worker.last_tid = tid;
+        worker.recording.commit(None);
+        Ok(())
+    }
+
+    fn abort(&self, worker: &mut SiloWorker) {
+        self.unlock_prefix(worker);
+        worker.recording.clear();
+    }
+
+    fn history(worker: &mut SiloWorker) -> &mut Vec<HistoryEntry> {
+        &mut worker.recording.entries
+    }
+
+    fn committed_value(&self, key: Key) -> Value {
+        self.table.value(key)
+    }
+}

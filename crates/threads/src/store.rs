@@ -1,0 +1,149 @@
+//! The single-version store: one flat array of fixed-size records, indexed by the dense key.
+//!
+//! Workload keys are dense (`0..key_count()`, one contiguous range per table), so the
+//! "concurrent index" of a key is its position: a lookup is one multiply, needs no latch, and
+//! never changes shape (workloads here neither insert nor delete). Every record is a run of
+//! 64-bit atomic words, padded to whole cache lines so no two records share one:
+//!
+//! ```text
+//!   record k:  [ meta | value | seq | payload word 0 .. payload word p-1 | pad ]
+//!   meta     : the protocol's concurrency-control word (Silo TID, TicToc wts/rts, 2PL lock)
+//!   value    : the workload's i64
+//!   seq      : how many times the key was written (its version number in a history)
+//!   payload  : payload_bytes rounded up to words, copied on every read and write
+//! ```
+//!
+//! Data words are read and written with relaxed atomics; each protocol orders them with its
+//! meta word (a seqlock for the optimistic protocols, the lock itself for 2PL), so the store
+//! needs no `unsafe`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use ordo_workload::{Key, Value, Workload};
+
+/// Word offsets inside a record.
+const META: usize = 0;
+const VALUE: usize = 1;
+const SEQ: usize = 2;
+const PAYLOAD: usize = 3;
+
+/// Words per cache line.
+pub(crate) const LINE_WORDS: usize = 8;
+
+/// One cache line of words.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct Line(pub(crate) [AtomicU64; LINE_WORDS]);
+
+/// Payload words for `payload_bytes` bytes.
+pub fn payload_words(payload_bytes: usize) -> usize {
+    payload_bytes.div_ceil(8)
+}
+
+/// The payload a write of `value` installs: every word derived from the value, so a reader's
+/// copy is real data.
+#[inline]
+pub(crate) fn payload_word(value: Value, index: usize) -> u64 {
+    (value as u64) ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// `lines` zeroed cache lines.
+pub(crate) fn allocate_lines(lines: usize) -> Vec<Line> {
+    std::iter::repeat_with(Line::default).take(lines).collect()
+}
+
+/// Runs `init(key)` for every key of `0..keys` on up to `threads` threads.
+pub(crate) fn parallel_for(keys: u64, threads: usize, init: impl Fn(Key) + Sync) {
+    let threads = threads.clamp(1, 64) as u64;
+    let chunk = keys.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for start in (0..keys).step_by(chunk as usize) {
+            let init = &init;
+            scope.spawn(move || (start..(start + chunk).min(keys)).for_each(init));
+        }
+    });
+}
+
+/// Single-version records (see the module documentation).
+#[derive(Debug)]
+pub struct Table {
+    lines: Vec<Line>,
+    stride: usize,
+    payload_words: usize,
+    records: u64,
+}
+
+impl Table {
+    /// Loads every key of `workload` with its initial value, sequence 0 and meta word
+    /// `meta_initial`, on `load_threads` threads.
+    pub fn load(workload: &dyn Workload, payload_bytes: usize, meta_initial: u64, load_threads: usize) -> Table {
+        let payload_words = payload_words(payload_bytes);
+        let stride = (PAYLOAD + payload_words).next_multiple_of(LINE_WORDS);
+        let records = workload.key_count();
+        let table =
+            Table { lines: allocate_lines(records as usize * stride / LINE_WORDS), stride, payload_words, records };
+        parallel_for(records, load_threads, |key| {
+            let value = workload.initial_value(key);
+            table.word(key, META).store(meta_initial, Relaxed);
+            table.word(key, VALUE).store(value as u64, Relaxed);
+            for i in 0..payload_words {
+                table.word(key, PAYLOAD + i).store(payload_word(value, i), Relaxed);
+            }
+        });
+        table
+    }
+
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    pub fn payload_words(&self) -> usize {
+        self.payload_words
+    }
+
+    #[inline]
+    fn word(&self, key: Key, offset: usize) -> &AtomicU64 {
+        let index = key as usize * self.stride + offset;
+        &self.lines[index / LINE_WORDS].0[index % LINE_WORDS]
+    }
+
+    /// The protocol's word of `key`.
+    #[inline]
+    pub fn meta(&self, key: Key) -> &AtomicU64 {
+        self.word(key, META)
+    }
+
+    /// Copies the value, sequence number and payload of `key` (relaxed; the caller orders the
+    /// copy with the meta word).
+    #[inline]
+    pub fn read_data(&self, key: Key, payload: &mut [u64]) -> (Value, u64) {
+        let value = self.word(key, VALUE).load(Relaxed) as Value;
+        let seq = self.word(key, SEQ).load(Relaxed);
+        for (i, word) in payload.iter_mut().enumerate().take(self.payload_words) {
+            *word = self.word(key, PAYLOAD + i).load(Relaxed);
+        }
+        (value, seq)
+    }
+
+    /// The sequence number of `key`.
+    #[inline]
+    pub fn seq(&self, key: Key) -> u64 {
+        self.word(key, SEQ).load(Relaxed)
+    }
+
+    /// Installs `value` as version `seq` of `key`, with its payload (relaxed; the caller holds
+    /// the record's lock and publishes with the meta word).
+    #[inline]
+    pub fn write_data(&self, key: Key, value: Value, seq: u64) {
+        self.word(key, VALUE).store(value as u64, Relaxed);
+        self.word(key, SEQ).store(seq, Relaxed);
+        for i in 0..self.payload_words {
+            self.word(key, PAYLOAD + i).store(payload_word(value, i), Relaxed);
+        }
+    }
+
+    /// The committed value of `key` (for checks after a run, when no transaction is live).
+    pub fn value(&self, key: Key) -> Value {
+        self.word(key, VALUE).load(Relaxed) as Value
+    }
+}

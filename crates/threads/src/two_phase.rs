@@ -1,0 +1,228 @@
+//! Two-phase locking, in its two deadlock-free flavours: `no_wait` (a busy lock aborts the
+//! requester) and `wait_die` (Rosenkrantz et al. 1978: an older requester waits, a younger one
+//! dies; a transaction keeps its timestamp across restarts, so it eventually becomes the
+//! oldest and cannot starve).
+//!
+//! ```text
+//!   lock word:  [ writer:1 | readers:15 | oldest holder timestamp:48 ]
+//! ```
+//!
+//! Locks are taken as records are accessed (shared for reads, exclusive for writes and for
+//! reads the transaction will write, so read-modify-writes do not upgrade), held to the end
+//! (strict 2PL), and released after the buffered writes are installed. The word keeps the
+//! smallest timestamp among its holders so wait-die decides from one atomic load; when holders
+//! leave, the stored minimum may be older than the remaining holders, which only makes a
+//! requester die where it could have waited (never the reverse), so no wait cycle can form.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ordo_history::HistoryEntry;
+use ordo_workload::{Key, Value, Workload};
+
+use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
+use crate::store::Table;
+
+const WRITER: u64 = 1 << 63;
+const READER_SHIFT: u32 = 48;
+const READER_ONE: u64 = 1 << READER_SHIFT;
+const READERS_MAX: u64 = (1 << 15) - 1;
+const TS_MASK: u64 = READER_ONE - 1;
+/// The word of a free lock: no holders, no timestamp.
+const FREE: u64 = TS_MASK;
+
+#[inline]
+fn readers(word: u64) -> u64 {
+    (word >> READER_SHIFT) & READERS_MAX
+}
+
+/// Which flavour of deadlock avoidance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadlock {
+    NoWait,
+    WaitDie,
+}
+
+/// 2PL over a single-version table.
+#[derive(Debug)]
+pub struct TwoPhaseLocking {
+    table: Table,
+    flavour: Deadlock,
+    /// Source of wait-die timestamps (taken once per transaction, kept across restarts).
+    clock: AtomicU64,
+}
+
+#[derive(Debug)]
+pub struct TwoPhaseWorker {
+    /// Locks held: (key, exclusive).
+    locks: Vec<(Key, bool)>,
+    writes: WriteSet,
+    ts: u64,
+    payload: Vec<u64>,
+    recording: Recording,
+}
+
+impl TwoPhaseLocking {
+    pub fn new(workload: &dyn Workload, payload_bytes: usize, load_threads: usize, flavour: Deadlock) -> Self {
+        TwoPhaseLocking {
+            table: Table::load(workload, payload_bytes, FREE, load_threads),
+            flavour,
+            clock: AtomicU64::new(1),
+        }
+    }
+
+    /// Takes (or upgrades to) the lock of `key`; `held` is the index of a shared lock already
+    /// held on it.
+    fn acquire(
+        &self,
+        worker: &mut TwoPhaseWorker,
+        key: Key,
+        exclusive: bool,
+        held: Option<usize>,
+    ) -> Result<(), Abort> {
+        let meta = self.table.meta(key);
+        let ts = worker.ts;
+        let mut spin = Spin::default();
+        loop {
+            let current = meta.load(Ordering::Relaxed);
+            let holders = readers(current) + u64::from(current & WRITER != 0);
+            let next = if exclusive {
+                let only_me = held.is_some() && current & WRITER == 0 && readers(current) == 1;
+                if holders == 0 {
+                    WRITER | ts
+                } else if only_me {
+                    WRITER | (current & TS_MASK).min(ts)
+                } else {
+                    0
+                }
+            } else if current & WRITER == 0 && readers(current) < READERS_MAX {
+                let oldest = if holders == 0 { ts } else { (current & TS_MASK).min(ts) };
+                ((current & !TS_MASK) + READER_ONE) | oldest
+            } else {
+                0
+            };
+            if next != 0 {
+                if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                    match held {
+                        Some(index) => worker.locks[index].1 = true,
+                        None => worker.locks.push((key, exclusive)),
+                    }
+                    return Ok(());
+                }
+                continue;
+            }
+            match self.flavour {
+                Deadlock::NoWait => return Err(Abort::CONFLICT),
+                Deadlock::WaitDie => {
+                    if ts < current & TS_MASK {
+                        spin.wait();
+                    } else {
+                        return Err(Abort::DIE);
+                    }
+                }
+            }
+        }
+    }
+
+    fn release_all(&self, worker: &mut TwoPhaseWorker) {
+        for &(key, exclusive) in &worker.locks {
+            let meta = self.table.meta(key);
+            let mut current = meta.load(Ordering::Relaxed);
+            loop {
+                let next = if exclusive {
+                    debug_assert!(current & WRITER != 0, "releasing an exclusive lock not held");
+                    FREE
+                } else {
+                    debug_assert!(readers(current) > 0, "releasing a shared lock not held");
+                    let left = current - READER_ONE;
+                    if readers(left) == 0 { FREE } else { left }
+                };
+                match meta.compare_exchange_weak(current, next, Ordering::Release, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(actual) => current = actual,
+                }
+            }
+        }
+        worker.locks.clear();
+    }
+}
+
+impl Protocol for TwoPhaseLocking {
+    type Worker = TwoPhaseWorker;
+    const UPDATE_HINTS: bool = true;
+
+    fn name(&self) -> &'static str {
+        match self.flavour {
+            Deadlock::NoWait => "no_wait",
+            Deadlock::WaitDie => "wait_die",
+        }
+    }
+
+    fn worker(&self, index: usize, record_history: bool) -> TwoPhaseWorker {
+        TwoPhaseWorker {
+            locks: Vec::with_capacity(64),
+            writes: WriteSet::default(),
+            ts: 0,
+            payload: vec![0; self.table.payload_words()],
+            recording: Recording::new(index, record_history),
+        }
+    }
+
+    fn begin(&self, worker: &mut TwoPhaseWorker, restart: bool) {
+        debug_assert!(worker.locks.is_empty(), "a new attempt starts without locks");
+        worker.writes.clear();
+        worker.recording.clear();
+        if !restart || worker.ts == 0 {
+            worker.ts = self.clock.fetch_add(1, Ordering::Relaxed) & TS_MASK;
+        }
+    }
+
+    #[inline]
+    fn read(&self, worker: &mut TwoPhaseWorker, key: Key, for_update: bool) -> Result<Value, Abort> {
+        if let Some(value) = worker.writes.get(key) {
+            return Ok(value);
+        }
+        match worker.locks.iter().position(|&(k, _)| k == key) {
+            Some(index) if for_update && !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
+            Some(_) => {}
+            None => self.acquire(worker, key, for_update, None)?,
+        }
+        let (value, seq) = self.table.read_data(key, &mut worker.payload);
+        worker.recording.read(key, seq);
+        Ok(value)
+    }
+
+    #[inline]
+    fn write(&self, worker: &mut TwoPhaseWorker, key: Key, value: Value) -> Result<(), Abort> {
+        match worker.locks.iter().position(|&(k, _)| k == key) {
+            Some(index) if !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
+            Some(_) => {}
+            None => self.acquire(worker, key, true, None)?,
+        }
+        worker.writes.put(key, value);
+        Ok(())
+    }
+
+    fn commit(&self, worker: &mut TwoPhaseWorker) -> Result<(), Abort> {
+        for &(key, value) in &worker.writes.entries {
+            let seq = self.table.seq(key) + 1;
+            self.table.write_data(key, value, seq);
+            worker.recording.write(key, seq);
+        }
+        self.release_all(worker);
+        worker.recording.commit(None);
+        Ok(())
+    }
+
+    fn abort(&self, worker: &mut TwoPhaseWorker) {
+        self.release_all(worker);
+        worker.recording.clear();
+    }
+
+    fn history(worker: &mut TwoPhaseWorker) -> &mut Vec<HistoryEntry> {
+        &mut worker.recording.entries
+    }
+
+    fn committed_value(&self, key: Key) -> Value {
+        self.table.value(key)
+    }
+}

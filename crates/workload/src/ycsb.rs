@@ -1,0 +1,274 @@
+//! YCSB as the Cicada paper and the paper's §5.6 run it: one table of `records` keys, and
+//! every transaction issues `ops` requests on distinct keys drawn from Zipf(θ); each request is
+//! a read with probability `read_ratio`, otherwise a write.
+//!
+//! A write is a read-modify-write (`WriteKind::Rmw`, the default: read the record, write it
+//! back incremented) or a blind write (`WriteKind::Blind`: overwrite without reading). Bit `i`
+//! of [`Txn::flags`] is set when request `i` writes.
+//!
+//! ```text
+//!   txn.keys  = [k0, k1, ..., k15]        distinct, Zipf(θ) ranks mapped to keys
+//!   txn.flags = 0b..0110                  bit i: request i writes
+//!   round 1   : read every key except blind writes
+//!   commit    : rmw key -> old + 1, blind key -> txn.amount
+//! ```
+//!
+//! Rank `r` maps to key `r` (the hottest keys are `0, 1, 2, ...`) or, with `scrambled`, to
+//! `fnv1a64(r) mod records`, YCSB's *scrambled Zipfian*: the popular keys are spread over the
+//! table instead of sitting next to each other. As in YCSB the hash is not a permutation, so a
+//! few keys collect two ranks; the skew is practically unchanged.
+//!
+//! Values are `i64` counters. Engines that model record payloads carry `payload_bytes` of
+//! payload beside the value and copy it on every read and write; the workload only records the
+//! size.
+
+use rand::Rng;
+
+use crate::WorkloadRng;
+use crate::error::WorkloadError;
+use crate::procedure::{Key, Step, Txn, Value, Workload};
+use crate::zipf::Zipf;
+
+/// Largest number of requests per transaction (one flag bit each).
+pub const YCSB_OPS_MAX: usize = 64;
+
+/// What a non-read request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Read the record, then write it back modified.
+    Rmw,
+    /// Overwrite the record without reading it.
+    Blind,
+}
+
+impl std::str::FromStr for WriteKind {
+    type Err = WorkloadError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "rmw" => Ok(WriteKind::Rmw),
+            "blind" => Ok(WriteKind::Blind),
+            other => Err(WorkloadError::invalid("write-kind", format!("`{other}`: expected rmw or blind"))),
+        }
+    }
+}
+
+impl WriteKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteKind::Rmw => "rmw",
+            WriteKind::Blind => "blind",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct YcsbConfig {
+    pub records: u64,
+    pub theta: f64,
+    /// Requests per transaction.
+    pub ops: usize,
+    /// Probability that a request is a read, in `[0, 1]`.
+    pub read_ratio: f64,
+    pub write_kind: WriteKind,
+    /// Payload bytes per record (carried by engines that model them).
+    pub payload_bytes: usize,
+    /// YCSB's scrambled Zipfian: ranks hashed over the table.
+    pub scrambled: bool,
+}
+
+impl Default for YcsbConfig {
+    fn default() -> Self {
+        YcsbConfig {
+            records: 10_000_000,
+            theta: 0.99,
+            ops: 16,
+            read_ratio: 0.5,
+            write_kind: WriteKind::Rmw,
+            payload_bytes: 100,
+            scrambled: false,
+        }
+    }
+}
+
+impl YcsbConfig {
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        if self.ops == 0 || self.ops > YCSB_OPS_MAX {
+            return Err(WorkloadError::invalid("ops", format!("{} requests: must be in 1..={YCSB_OPS_MAX}", self.ops)));
+        }
+        if (self.ops as u64) > self.records {
+            return Err(WorkloadError::invalid(
+                "records",
+                format!("{} records cannot give {} distinct keys per transaction", self.records, self.ops),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.read_ratio) {
+            return Err(WorkloadError::invalid("read-ratio", format!("{} is outside [0, 1]", self.read_ratio)));
+        }
+        if self.payload_bytes > 4096 {
+            return Err(WorkloadError::invalid("payload-bytes", "at most 4096 bytes per record"));
+        }
+        Ok(())
+    }
+}
+
+/// The YCSB workload.
+#[derive(Debug, Clone)]
+pub struct Ycsb {
+    config: YcsbConfig,
+    zipf: Zipf,
+}
+
+/// FNV-1a over the 8 bytes of `x`, as YCSB's `Utils.fnvhash64`.
+pub fn fnv1a64(x: u64) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    x.to_le_bytes().iter().fold(OFFSET, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME))
+}
+
+impl Ycsb {
+    pub fn new(config: YcsbConfig) -> Result<Self, WorkloadError> {
+        config.validate()?;
+        Ok(Ycsb { config, zipf: Zipf::new(config.records, config.theta)? })
+    }
+
+    pub fn config(&self) -> &YcsbConfig {
+        &self.config
+    }
+
+    /// Whether request `i` of `txn` writes.
+    #[inline]
+    pub fn writes(txn: &Txn, i: usize) -> bool {
+        txn.flags >> i & 1 == 1
+    }
+
+    /// Whether request `i` of `txn` reads the record first.
+    #[inline]
+    pub fn reads(&self, txn: &Txn, i: usize) -> bool {
+        !Self::writes(txn, i) || self.config.write_kind == WriteKind::Rmw
+    }
+
+    fn key_of_rank(&self, rank: u64) -> Key {
+        if self.config.scrambled { fnv1a64(rank) % self.config.records } else { rank }
+    }
+}
+
+impl Workload for Ycsb {
+    fn name(&self) -> &'static str {
+        "ycsb"
+    }
+
+    fn procedure_names(&self) -> &'static [&'static str] {
+        &["Ycsb"]
+    }
+
+    fn key_count(&self) -> u64 {
+        self.config.records
+    }
+
+    fn initial_value(&self, _key: Key) -> Value {
+        0
+    }
+
+    fn generate(&self, rng: &mut WorkloadRng, txn: &mut Txn) {
+        txn.procedure = 0;
+        txn.keys.clear();
+        txn.flags = 0;
+        txn.amount = rng.random_range(0..1_000_000);
+        while txn.keys.len() < self.config.ops {
+            let key = self.key_of_rank(self.zipf.sample(rng));
+            if txn.keys.contains(&key) {
+                continue;
+            }
+            if rng.random::<f64>() >= self.config.read_ratio {
+                txn.flags |= 1 << txn.keys.len();
+            }
+            txn.keys.push(key);
+        }
+    }
+
+    fn step(&self, txn: &Txn, values: &[Value], reads: &mut Vec<Key>, writes: &mut Vec<(Key, Value)>) -> Step {
+        let read_count = (0..txn.keys.len()).filter(|&i| self.reads(txn, i)).count();
+        if values.is_empty() && read_count > 0 {
+            reads.extend(txn.keys.iter().enumerate().filter(|&(i, _)| self.reads(txn, i)).map(|(_, &k)| k));
+            return Step::Read;
+        }
+        let mut read_index = 0;
+        for (i, &key) in txn.keys.iter().enumerate() {
+            let read = self.reads(txn, i);
+            if Self::writes(txn, i) {
+                let value = if read { values[read_index].wrapping_add(1) } else { txn.amount };
+                writes.push((key, value));
+            }
+            read_index += usize::from(read);
+        }
+        Step::Commit
+    }
+
+    fn footprint(&self, txn: &Txn, reads: &mut Vec<Key>, writes: &mut Vec<Key>) {
+        for (i, &key) in txn.keys.iter().enumerate() {
+            if self.reads(txn, i) {
+                reads.push(key);
+            }
+            if Self::writes(txn, i) {
+                writes.push(key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procedure::execute;
+    use crate::rng_from_seed;
+
+    fn small(write_kind: WriteKind, scrambled: bool) -> Ycsb {
+        Ycsb::new(YcsbConfig { records: 10_000, write_kind, scrambled, ..YcsbConfig::default() }).unwrap()
+    }
+
+    #[test]
+    fn sixteen_distinct_keys_about_half_written() {
+        let ycsb = small(WriteKind::Rmw, false);
+        let mut rng = rng_from_seed(4);
+        let mut txn = Txn::default();
+        let mut written = 0;
+        for _ in 0..1000 {
+            ycsb.generate(&mut rng, &mut txn);
+            let mut keys = txn.keys.clone();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), 16);
+            written += txn.flags.count_ones();
+        }
+        assert!((7000..9000).contains(&written), "{written} of 16000 requests write");
+    }
+
+    #[test]
+    fn rmw_increments_and_blind_overwrites() {
+        for kind in [WriteKind::Rmw, WriteKind::Blind] {
+            let ycsb = small(kind, true);
+            let mut txn = Txn::default();
+            ycsb.generate(&mut rng_from_seed(7), &mut txn);
+            let (mut values, mut reads, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+            assert_eq!(execute(&ycsb, &txn, |k| k as Value, &mut values, &mut reads, &mut writes), Step::Commit);
+            let (mut fr, mut fw) = (Vec::new(), Vec::new());
+            ycsb.footprint(&txn, &mut fr, &mut fw);
+            assert_eq!(writes.iter().map(|w| w.0).collect::<Vec<_>>(), fw);
+            for &(key, value) in &writes {
+                let expected = if kind == WriteKind::Rmw { key as Value + 1 } else { txn.amount };
+                assert_eq!(value, expected);
+            }
+            assert_eq!(fr.len(), if kind == WriteKind::Rmw { 16 } else { 16 - fw.len() });
+        }
+    }
+
+    #[test]
+    fn bad_configurations_are_errors() {
+        assert!(Ycsb::new(YcsbConfig { ops: 0, ..YcsbConfig::default() }).is_err());
+        assert!(Ycsb::new(YcsbConfig { ops: 65, ..YcsbConfig::default() }).is_err());
+        assert!(Ycsb::new(YcsbConfig { records: 8, ..YcsbConfig::default() }).is_err());
+        assert!(Ycsb::new(YcsbConfig { read_ratio: 1.5, ..YcsbConfig::default() }).is_err());
+        assert!("sideways".parse::<WriteKind>().is_err());
+    }
+}
