@@ -4,14 +4,17 @@
 //! ```text
 //!   nobatch : no batches; each connection runs its own client's transactions
 //!   batch   : position i -> connection i mod N, nothing deferred
-//!   reorder : Reorderer (FVS of the batch's dependency graph) -> defer the FVS to the next batch
-//!             ThreadAssigner over the rest -> conflicting transactions share a connection,
-//!             each queue in the plan's serial order
+//!   reorder : ThreadAssigner -> conflicting transactions share a connection (they run one
+//!             after another there and cannot abort each other);
+//!             Reorderer over the dependencies *between* connections -> defer a feedback vertex
+//!             set of those cycles to the next batch; each queue in the plan's serial order
 //! ```
 //!
 //! Invariant: the queues and the deferred list partition the batch's positions.
 
-use ordo_reorder::{FvsConfig, Plan, ReorderError, Reorderer, ThreadAssigner, TxnFootprint};
+use ordo_reorder::{
+    DependencyGraph, FvsConfig, GraphBuilder, Plan, ReorderError, Reorderer, ThreadAssigner, TxnFootprint, VertexMeta,
+};
 
 /// How the tier dispatches transactions over its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,8 +59,13 @@ pub struct Dispatcher {
     reorderer: Reorderer,
     assigner: ThreadAssigner,
     plan: Plan,
-    kept: Vec<TxnFootprint>,
+    builder: GraphBuilder,
+    full: DependencyGraph,
+    cross: DependencyGraph,
+    meta: Vec<VertexMeta>,
     assigned: Vec<Vec<usize>>,
+    connection_of: Vec<usize>,
+    rank: Vec<usize>,
 }
 
 impl Dispatcher {
@@ -71,8 +79,13 @@ impl Dispatcher {
             reorderer: Reorderer::new(reorder)?,
             assigner: ThreadAssigner::new(),
             plan: Plan::default(),
-            kept: Vec::new(),
+            builder: GraphBuilder::new(),
+            full: DependencyGraph::default(),
+            cross: DependencyGraph::default(),
+            meta: Vec::new(),
             assigned: Vec::new(),
+            connection_of: Vec::new(),
+            rank: Vec::new(),
         })
     }
 
@@ -88,19 +101,42 @@ impl Dispatcher {
                 }
             }
             Mode::Reorder => {
-                self.reorderer.plan_into(batch, &mut self.plan);
-                out.deferred.extend_from_slice(&self.plan.abort);
-                self.kept.clear();
-                self.kept.extend(self.plan.order.iter().map(|&p| batch[p].clone()));
-                if !self.kept.is_empty() {
-                    let threads = self.connections.min(self.kept.len());
-                    self.assigner.assign_evenly(&self.kept, threads, &mut self.assigned)?;
-                    // Within a connection, keep the plan's serial order (a position in `kept`
-                    // is a rank in `order`).
-                    for (queue, assigned) in out.queues.iter_mut().zip(&mut self.assigned) {
-                        assigned.sort_unstable();
-                        queue.extend(assigned.iter().map(|&rank| self.plan.order[rank]));
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                // 1. Conflicting transactions to the same connection (§4.2's thread-aware policy).
+                let threads = self.connections.min(batch.len());
+                self.assigner.assign_evenly(batch, threads, &mut self.assigned)?;
+                self.connection_of.clear();
+                self.connection_of.resize(batch.len(), 0);
+                for (connection, assigned) in self.assigned.iter().enumerate() {
+                    for &position in assigned {
+                        self.connection_of[position] = connection;
                     }
+                }
+                // 2. Only transactions on different connections run concurrently, so only their
+                //    dependencies can close a cycle that makes the server abort one of them.
+                self.builder.build(batch, &mut self.full);
+                self.cross.reset(batch.len());
+                for (from, to) in self.full.edges() {
+                    if self.connection_of[from] != self.connection_of[to] {
+                        self.cross.add_edge(from, to);
+                    }
+                }
+                self.meta.clear();
+                self.meta.extend(batch.iter().map(|f| VertexMeta { restarts: f.restarts, value: f.value }));
+                // 3. Defer a feedback vertex set of those cycles to the next batch; run the rest
+                //    in the plan's serial order on their connections.
+                self.reorderer.plan_graph(&self.cross, &self.meta, &mut self.plan);
+                out.deferred.extend_from_slice(&self.plan.abort);
+                self.rank.clear();
+                self.rank.resize(batch.len(), usize::MAX);
+                for (rank, &position) in self.plan.order.iter().enumerate() {
+                    self.rank[position] = rank;
+                }
+                for (queue, assigned) in out.queues.iter_mut().zip(&self.assigned) {
+                    queue.extend(assigned.iter().copied().filter(|&p| self.rank[p] != usize::MAX));
+                    queue.sort_unstable_by_key(|&p| self.rank[p]);
                 }
             }
         }
@@ -134,22 +170,31 @@ mod tests {
     }
 
     #[test]
-    fn reorder_defers_a_cycle_and_groups_conflicts() {
-        // 0 and 1 form a cycle (each reads what the other writes); 2 and 3 both write key 9;
-        // 4 and 5 touch nothing shared.
+    fn reorder_groups_a_cycle_on_one_connection() {
+        // 0 and 1 form a cycle (each reads what the other writes); 2 and 3 touch nothing shared.
         let batch = vec![
             TxnFootprint::new(vec![1], vec![2]),
             TxnFootprint::new(vec![2], vec![1]),
-            TxnFootprint::new(vec![9], vec![9]),
-            TxnFootprint::new(vec![9], vec![9]),
             TxnFootprint::new(vec![20], vec![20]),
             TxnFootprint::new(vec![30], vec![30]),
         ];
-        let out = plan(Mode::Reorder, 3, &batch);
+        let out = plan(Mode::Reorder, 2, &batch);
         partition(&out, batch.len());
-        assert_eq!(out.deferred.len(), 1, "one of the cycle waits for the next batch");
+        assert!(out.deferred.is_empty(), "on one connection the cycle runs serially: {out:?}");
         let queue_of = |p: usize| out.queues.iter().position(|q| q.contains(&p));
-        assert_eq!(queue_of(2), queue_of(3), "writers of one key share a connection");
+        assert_eq!(queue_of(0), queue_of(1));
+    }
+
+    #[test]
+    fn reorder_defers_cycles_between_connections() {
+        // Four read-modify-writes of key 9 over two connections of two: whatever the split,
+        // the ones that do not fit on the first connection form cycles across connections.
+        let batch: Vec<TxnFootprint> = (0..4).map(|_| TxnFootprint::new(vec![9], vec![9])).collect();
+        let out = plan(Mode::Reorder, 2, &batch);
+        partition(&out, batch.len());
+        assert_eq!(out.deferred.len(), 2, "{out:?}");
+        let running: Vec<usize> = out.queues.iter().filter(|q| !q.is_empty()).map(Vec::len).collect();
+        assert_eq!(running, vec![2], "the survivors share one connection: {out:?}");
     }
 
     #[test]

@@ -265,7 +265,7 @@ pub async fn run(
         .map_err(|e| PgError::database("drawing a run id", e))?
         .get(0);
     let mut conns = try_join_all((0..config.connections).map(|_| Conn::open(&config.session))).await?;
-    let settings = server_settings(&conns[0]).await?;
+    let settings = server_settings(&conns[0].client).await?;
 
     let window = Window::after_warmup(spec.warmup.as_micros() as u64, spec.duration.as_micros() as u64);
     let end_us = (spec.warmup + spec.duration + spec.cooldown).as_micros() as u64;
@@ -344,7 +344,14 @@ pub fn check_audit(report: &TierReport) -> Result<()> {
     Ok(())
 }
 
-async fn server_settings(conn: &Conn) -> Result<Vec<(String, String)>> {
+/// Connects to `url` and reads the settings a result should state (checks reachability and
+/// credentials on the way).
+pub async fn probe_settings(url: &str) -> Result<Vec<(String, String)>> {
+    let client = connect_plain(url).await?;
+    server_settings(&client).await
+}
+
+async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String, String)>> {
     let mut settings = Vec::new();
     for name in [
         "server_version",
@@ -355,8 +362,7 @@ async fn server_settings(conn: &Conn) -> Result<Vec<(String, String)>> {
         "default_transaction_isolation",
         "wal_sync_method",
     ] {
-        let value: String = conn
-            .client
+        let value: String = client
             .query_one(&format!("SHOW {name}"), &[])
             .await
             .map_err(|e| PgError::database(format!("SHOW {name}"), e))?

@@ -6,6 +6,7 @@
 //! mean (and, with several runs, the standard deviation). Files are rewritten after every
 //! finished point, so an interrupted sweep keeps what it finished.
 
+mod pg;
 mod pipeline;
 pub mod workloads;
 
@@ -21,7 +22,7 @@ use workloads::WorkloadArgs;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Engine: pipeline (the paper's OCC engine).
+    /// Engine: pipeline (the paper's OCC engine) or pg (the middle tier in front of PostgreSQL).
     #[arg(long, default_value = "pipeline")]
     pub engine: String,
     #[command(flatten)]
@@ -29,7 +30,7 @@ pub struct BenchArgs {
     /// Zipf skew of key choice, in [0, 1); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0.8")]
     pub theta: Vec<f64>,
-    /// pipeline: base, batch, sr, vc, srvc; a list sweeps.
+    /// pipeline: base, batch, sr, vc, srvc; pg: nobatch, batch, reorder (default reorder); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "srvc")]
     pub mode: Vec<String>,
     /// Measured seconds per run.
@@ -66,6 +67,8 @@ pub struct BenchArgs {
     pub verify: bool,
     #[command(flatten)]
     pub pipeline: pipeline::PipelineArgs,
+    #[command(flatten)]
+    pub pg: pg::PgBenchArgs,
 }
 
 /// One configuration of a sweep, ready to run.
@@ -149,7 +152,8 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
     validate(args)?;
     let planned = match args.engine.as_str() {
         "pipeline" => pipeline::plan(args)?,
-        other => bail!("unknown engine `{other}`; expected pipeline"),
+        "pg" => pg::plan(args)?,
+        other => bail!("unknown engine `{other}`; expected pipeline or pg"),
     };
     if args.history.is_some() && (planned.len() > 1 || args.runs > 1) {
         bail!("--history records one run: give a single configuration and --runs 1");
