@@ -205,39 +205,45 @@ impl Conn {
     /// and visible, or rolled back) before anyone looks its id up.
     pub async fn reopen(session: &SessionConfig, old_backend_pid: i32, timeout: Duration) -> Result<Conn> {
         let started = Instant::now();
-        let conn = loop {
-            match Conn::open(session).await {
-                Ok(conn) => break conn,
+        let give_up = |error: String| PgError::Restarting {
+            url: redact(&session.url),
+            waited_s: started.elapsed().as_secs_f64(),
+            reason: error,
+        };
+        loop {
+            let conn = match Conn::open(session).await {
+                Ok(conn) => conn,
                 Err(error @ (PgError::Authentication { .. } | PgError::SchemaMissing | PgError::InvalidConfig { .. })) => {
                     return Err(error);
                 }
-                Err(error) if started.elapsed() >= timeout => {
-                    return Err(PgError::Restarting {
-                        url: redact(&session.url),
-                        waited_s: started.elapsed().as_secs_f64(),
-                        reason: error.to_string(),
-                    });
+                Err(error) if started.elapsed() >= timeout => return Err(give_up(error.to_string())),
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            };
+            // The new connection can break too (another kill, a restart): then start over.
+            loop {
+                match conn
+                    .client
+                    .query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[&old_backend_pid])
+                    .await
+                {
+                    Ok(row) if row.get::<_, i64>(0) == 0 => return Ok(conn),
+                    Ok(_) if started.elapsed() >= timeout => {
+                        return Err(PgError::InDoubt {
+                            count: 1,
+                            reason: format!("backend {old_backend_pid} did not exit within {timeout:?}"),
+                        });
+                    }
+                    Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    Err(error) if classify(&error) != Failure::ConnectionLost => {
+                        return Err(PgError::database("waiting for the old backend to exit", error));
+                    }
+                    Err(error) if started.elapsed() >= timeout => return Err(give_up(error.to_string())),
+                    Err(_) => break,
+                }
             }
-        };
-        loop {
-            let alive: i64 = conn
-                .client
-                .query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[&old_backend_pid])
-                .await
-                .map_err(|e| PgError::database("waiting for the old backend to exit", e))?
-                .get(0);
-            if alive == 0 {
-                return Ok(conn);
-            }
-            if started.elapsed() >= timeout {
-                return Err(PgError::InDoubt {
-                    count: 1,
-                    reason: format!("backend {old_backend_pid} did not exit within {timeout:?}"),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
