@@ -36,9 +36,10 @@ pub enum PgError {
     #[error("{0}")]
     Cluster(String),
     /// Any other error from the server, with the statement that caused it.
-    #[error("PostgreSQL error while {context}: {source}")]
+    #[error("PostgreSQL error while {context}: {detail}")]
     Database {
         context: String,
+        detail: String,
         #[source]
         source: tokio_postgres::Error,
     },
@@ -56,7 +57,19 @@ impl PgError {
     }
 
     pub fn database(context: impl Into<String>, source: tokio_postgres::Error) -> Self {
-        PgError::Database { context: context.into(), source }
+        let detail = match source.as_db_error() {
+            Some(db) => format!("{} (SQLSTATE {}): {}", db.severity(), db.code().code(), db.message()),
+            None => {
+                let mut detail = source.to_string();
+                let mut inner = std::error::Error::source(&source);
+                while let Some(cause) = inner {
+                    detail = format!("{detail}: {cause}");
+                    inner = cause.source();
+                }
+                detail
+            }
+        };
+        PgError::Database { context: context.into(), detail, source }
     }
 }
 

@@ -264,7 +264,8 @@ pub async fn run(
         .await
         .map_err(|e| PgError::database("drawing a run id", e))?
         .get(0);
-    let mut conns = try_join_all((0..config.connections).map(|_| Conn::open(&config.session))).await?;
+    let timeout = Duration::from_millis(config.reconnect_timeout_ms);
+    let mut conns = try_join_all((0..config.connections).map(|_| open_first(&config.session, timeout))).await?;
     let settings = server_settings(&conns[0].client).await?;
 
     let window = Window::after_warmup(spec.warmup.as_micros() as u64, spec.duration.as_micros() as u64);
@@ -537,6 +538,19 @@ async fn run_queue(context: &Context<'_>, conn: &mut Conn, queue: Vec<Pending>) 
         out.push((pending, settled));
     }
     Ok(out)
+}
+
+/// Opens a run's connection; a connection cut while being set up is opened again (an
+/// unreachable server or bad credentials fail at once).
+async fn open_first(session: &SessionConfig, timeout: Duration) -> Result<Conn> {
+    let started = Instant::now();
+    loop {
+        match Conn::open(session).await {
+            Err(PgError::Database { source, .. })
+                if crate::connection::classify(&source) == Failure::ConnectionLost && started.elapsed() < timeout => {}
+            other => return other,
+        }
+    }
 }
 
 async fn reconnect(context: &Context<'_>, conn: &Conn) -> Result<Conn> {
