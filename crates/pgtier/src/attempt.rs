@@ -142,10 +142,8 @@ pub async fn statements(conn: &Conn, workload: &dyn Workload, txn_id: i64, txn: 
         };
     }
     // Every written balance was read first, so the money added is the sum of the changes.
-    let net_cents: i64 = writes
-        .iter()
-        .map(|&(key, new)| new - read_keys.iter().position(|&k| k == key).map_or(0, |i| values[i]))
-        .sum();
+    let net_cents: i64 =
+        writes.iter().map(|&(key, new)| new - read_keys.iter().position(|&k| k == key).map_or(0, |i| values[i])).sum();
     let updates = join_all(writes.iter().map(|&(key, value)| async move {
         match row_of(key, customers) {
             Row::Savings(id) => conn.client.execute(&p.write_savings, &[&id, &value]).await,

@@ -78,7 +78,7 @@ impl Cluster {
         if self.running()? {
             return Ok(false);
         }
-        let output = self.run_as_server_user(
+        let output = Self::run_as_server_user(
             &bin.join("pg_ctl"),
             &[
                 "-D".as_ref(),
@@ -119,7 +119,7 @@ impl Cluster {
             return Ok(false);
         }
         let bin = find_bin_dir()?;
-        let output = self.run_as_server_user(
+        let output = Self::run_as_server_user(
             &bin.join("pg_ctl"),
             &["-D".as_ref(), self.data_dir.as_os_str(), "-m".as_ref(), mode.as_ref(), "-w".as_ref(), "stop".as_ref()],
         )?;
@@ -138,8 +138,10 @@ impl Cluster {
             return Ok(false);
         }
         let bin = find_bin_dir()?;
-        let output = self
-            .run_as_server_user(&bin.join("pg_ctl"), &["-D".as_ref(), self.data_dir.as_os_str(), "status".as_ref()])?;
+        let output = Self::run_as_server_user(
+            &bin.join("pg_ctl"),
+            &["-D".as_ref(), self.data_dir.as_os_str(), "status".as_ref()],
+        )?;
         // pg_ctl status: 0 running, 3 not running, 4 no data directory.
         Ok(output.status.success())
     }
@@ -148,12 +150,10 @@ impl Cluster {
         std::fs::create_dir_all(&self.data_dir)
             .map_err(|source| PgError::Io { context: format!("cannot create {}", self.data_dir.display()), source })?;
         let password_file = self.data_dir.with_extension("pwfile");
-        std::fs::write(&password_file, CLUSTER_PASSWORD).map_err(|source| PgError::Io {
-            context: format!("cannot write {}", password_file.display()),
-            source,
-        })?;
+        std::fs::write(&password_file, CLUSTER_PASSWORD)
+            .map_err(|source| PgError::Io { context: format!("cannot write {}", password_file.display()), source })?;
         self.hand_to_server_user(&password_file)?;
-        let output = self.run_as_server_user(
+        let output = Self::run_as_server_user(
             &bin.join("initdb"),
             &[
                 "-D".as_ref(),
@@ -207,7 +207,7 @@ impl Cluster {
         Ok(())
     }
 
-    fn run_as_server_user(&self, program: &Path, args: &[&std::ffi::OsStr]) -> Result<Output> {
+    fn run_as_server_user(program: &Path, args: &[&std::ffi::OsStr]) -> Result<Output> {
         let mut command = if running_as_root() {
             let mut command = Command::new("runuser");
             command.args(["-u", "postgres", "--"]).arg(program);

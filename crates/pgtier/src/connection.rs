@@ -213,7 +213,9 @@ impl Conn {
         loop {
             let conn = match Conn::open(session).await {
                 Ok(conn) => conn,
-                Err(error @ (PgError::Authentication { .. } | PgError::SchemaMissing | PgError::InvalidConfig { .. })) => {
+                Err(
+                    error @ (PgError::Authentication { .. } | PgError::SchemaMissing | PgError::InvalidConfig { .. }),
+                ) => {
                     return Err(error);
                 }
                 Err(error) if started.elapsed() >= timeout => return Err(give_up(error.to_string())),

@@ -39,7 +39,10 @@ impl Mode {
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| format!("`{s}`: expected nobatch, batch or reorder"))
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("`{s}`: expected nobatch, batch or reorder"))
     }
 }
 

@@ -18,13 +18,19 @@ pub enum PgError {
     #[error("PostgreSQL at {url} is restarting and did not accept connections within {waited_s:.0} s: {reason}")]
     Restarting { url: String, waited_s: f64, reason: String },
     /// ordo's tables are not there.
-    #[error("the SmallBank schema is missing from the database; create it with `ordo pg load` (or `ordo bench --engine pg`)")]
+    #[error(
+        "the SmallBank schema is missing from the database; create it with `ordo pg load` (or `ordo bench --engine pg`)"
+    )]
     SchemaMissing,
     /// ordo's tables are from another version of ordo.
-    #[error("the database holds ordo schema version {found}, this ordo needs version {expected}; recreate it with `ordo pg load`")]
+    #[error(
+        "the database holds ordo schema version {found}, this ordo needs version {expected}; recreate it with `ordo pg load`"
+    )]
     SchemaVersion { found: i64, expected: i64 },
     /// The loaded data does not match the workload (another customer count).
-    #[error("the database holds {found} customers but the workload has {expected}; reload with `ordo pg load --keys {expected}`")]
+    #[error(
+        "the database holds {found} customers but the workload has {expected}; reload with `ordo pg load --keys {expected}`"
+    )]
     SchemaSize { found: i64, expected: i64 },
     /// A transaction's outcome could not be established (the server never came back).
     #[error("{count} transaction(s) are in doubt (COMMIT sent, no answer) and the server could not be asked: {reason}")]

@@ -95,7 +95,9 @@ pub struct RunSpec {
 /// How a transaction ended (each is reported exactly once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    Committed { net_cents: i64 },
+    Committed {
+        net_cents: i64,
+    },
     UserAbort,
     /// Gave up (too many attempts, or still deferred when the drain ended): nothing written.
     Failed,
@@ -475,7 +477,8 @@ async fn run_batches(
             .queues
             .iter()
             .map(|queue| queue.iter().map(|&p| batch[p].take().expect("positions are distinct")).collect::<Vec<_>>());
-        let results = try_join_all(conns.iter_mut().zip(queues).map(|(conn, queue)| run_queue(context, conn, queue))).await?;
+        let results =
+            try_join_all(conns.iter_mut().zip(queues).map(|(conn, queue)| run_queue(context, conn, queue))).await?;
         for (pending, settled) in results.into_iter().flatten() {
             match settled {
                 Settled::Done(outcome) => tally.settle(context, &pending, outcome),

@@ -168,7 +168,10 @@ pub async fn create(client: &Client) -> Result<()> {
 /// Creates the schema when it is missing; refuses a schema of another version.
 pub async fn load(client: &Client, workload: &dyn Workload) -> Result<Loaded> {
     if workload.name() != "smallbank" {
-        return Err(PgError::invalid("workload", format!("the PostgreSQL tier runs smallbank, not {}", workload.name())));
+        return Err(PgError::invalid(
+            "workload",
+            format!("the PostgreSQL tier runs smallbank, not {}", workload.name()),
+        ));
     }
     match inspect(client).await {
         Ok(_) => {}

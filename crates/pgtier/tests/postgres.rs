@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use ordo_pgtier::cluster::find_bin_dir;
 use ordo_pgtier::run::{LedgerEntry, Outcome, TierReport};
-use ordo_pgtier::{
-    Cluster, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking,
-};
+use ordo_pgtier::{Cluster, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
 use ordo_reorder::FvsConfig;
 use ordo_workload::smallbank::{BALANCE, STANDARD_MIX};
 use ordo_workload::{SmallBank, SmallBankConfig};
@@ -56,8 +54,14 @@ impl Drop for TestCluster {
 const CUSTOMERS: u64 = 2_000;
 
 fn bank(seed: u64) -> SmallBank {
-    SmallBank::new(SmallBankConfig { customers: CUSTOMERS, theta: 0.9, mix: STANDARD_MIX, seed, ..SmallBankConfig::default() })
-        .unwrap()
+    SmallBank::new(SmallBankConfig {
+        customers: CUSTOMERS,
+        theta: 0.9,
+        mix: STANDARD_MIX,
+        seed,
+        ..SmallBankConfig::default()
+    })
+    .unwrap()
 }
 
 fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -> TierConfig {
@@ -126,7 +130,8 @@ fn every_mode_conserves_money_and_reports_each_transaction_once() {
         (6, Mode::Batch, Procedures::Functions, Isolation::RepeatableRead),
     ] {
         let what = format!("{} {} {} (seed {seed})", mode.name(), procedures.name(), isolation.name());
-        let report = run(&config(&url, mode, procedures, isolation), seed, 700).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let report =
+            run(&config(&url, mode, procedures, isolation), seed, 700).unwrap_or_else(|e| panic!("{what}: {e}"));
         check_exactly_once(&report, &what);
     }
 }
@@ -235,7 +240,7 @@ fn a_server_restart_mid_run_loses_nothing() {
         let restarter = {
             let cluster = cluster.cluster.clone();
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(1_000));
+                std::thread::sleep(Duration::from_secs(1));
                 cluster.stop_with("immediate").expect("crash the server");
                 std::thread::sleep(Duration::from_millis(300));
                 cluster.start().expect("restart the server");

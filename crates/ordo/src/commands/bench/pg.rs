@@ -86,7 +86,8 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         .iter()
         .map(|s| s.parse::<Procedures>().map_err(|e| anyhow::anyhow!("--procedures {e}")))
         .collect::<Result<_>>()?;
-    for (flag, values) in [("--connections", &p.connections), ("--pg-batch", &p.pg_batch), ("--pipeline-depth", &p.pipeline_depth)]
+    for (flag, values) in
+        [("--connections", &p.connections), ("--pg-batch", &p.pg_batch), ("--pipeline-depth", &p.pipeline_depth)]
     {
         if values.contains(&0) {
             bail!("{flag} must be at least 1");
@@ -151,10 +152,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                             }
                             label.push(("conns".into(), connections.to_string()));
                             if p.pg_batch.len() > 1 {
-                                label.push((
-                                    "batch".into(),
-                                    if batches { batch_size.to_string() } else { "-".into() },
-                                ));
+                                label.push(("batch".into(), if batches { batch_size.to_string() } else { "-".into() }));
                             }
                             if p.pipeline_depth.len() > 1 {
                                 label.push(("depth".into(), depth.to_string()));
