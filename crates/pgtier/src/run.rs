@@ -576,12 +576,12 @@ async fn resolve(context: &Context<'_>, conn: &mut Conn, pending: &Pending) -> R
                 context.resolved_rolled_back.set(context.resolved_rolled_back.get() + 1);
                 return Ok(Settled::Retry(AbortCause::ConnectionLost));
             }
-            Err(error) if started.elapsed() < timeout => {
-                if crate::connection::classify(&error) != Failure::ConnectionLost {
-                    return Err(PgError::database("looking up an in-doubt transaction", error));
-                }
-                *conn = reconnect(context, conn).await?;
-            }
+            Err(error) if started.elapsed() < timeout => match crate::connection::classify(&error) {
+                // The lookup is a serializable read too, and SSI may abort it: ask again.
+                Failure::Serialization | Failure::Deadlock => {}
+                Failure::ConnectionLost => *conn = reconnect(context, conn).await?,
+                Failure::Other => return Err(PgError::database("looking up an in-doubt transaction", error)),
+            },
             Err(error) => {
                 return Err(PgError::InDoubt {
                     count: 1,
