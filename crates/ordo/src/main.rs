@@ -34,6 +34,8 @@ enum Command {
     Fvs(commands::fvs::FvsArgs),
     /// Compare the feedback vertex set algorithms on micro-benchmark batches (paper Fig. 5-6).
     FvsBench(commands::fvs_bench::FvsBenchArgs),
+    /// Run a throwaway local PostgreSQL for `ordo bench --engine pg` (start, stop, status, load).
+    Pg(commands::pg::PgArgs),
     /// Measure the Zipfian generator's speed (nanoseconds per draw).
     ZipfBench(commands::zipf_bench::ZipfBenchArgs),
 }
@@ -47,6 +49,7 @@ fn main() {
         Command::Figures(args) => commands::figures::run(&args),
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
+        Command::Pg(args) => commands::pg::run(&args),
         Command::ZipfBench(args) => commands::zipf_bench::run(&args),
     };
     if let Err(error) = result {

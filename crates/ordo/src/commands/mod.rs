@@ -6,4 +6,5 @@ pub mod figures;
 pub mod fvs;
 pub mod fvs_bench;
 pub mod headline;
+pub mod pg;
 pub mod zipf_bench;

@@ -6,6 +6,7 @@
 //! mean (and, with several runs, the standard deviation). Files are rewritten after every
 //! finished point, so an interrupted sweep keeps what it finished.
 
+mod pg;
 mod pipeline;
 mod threads;
 pub mod workloads;
@@ -22,8 +23,9 @@ use workloads::WorkloadArgs;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Engine: pipeline (the paper's OCC engine) or threads (thread-per-worker: Silo, TicToc,
-    /// 2PL, MVCC and thread-aware reordering; choose with --protocol).
+    /// Engine: pipeline (the paper's OCC engine), threads (thread-per-worker: Silo, TicToc,
+    /// 2PL, MVCC and thread-aware reordering; choose with --protocol) or pg (the middle tier in
+    /// front of PostgreSQL).
     #[arg(long, default_value = "pipeline")]
     pub engine: String,
     #[command(flatten)]
@@ -31,7 +33,7 @@ pub struct BenchArgs {
     /// Zipf skew of key choice, in [0, 1); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0.8")]
     pub theta: Vec<f64>,
-    /// pipeline: base, batch, sr, vc, srvc; a list sweeps.
+    /// pipeline: base, batch, sr, vc, srvc; pg: nobatch, batch, reorder (default reorder); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "srvc")]
     pub mode: Vec<String>,
     /// Measured seconds per run.
@@ -70,6 +72,8 @@ pub struct BenchArgs {
     pub pipeline: pipeline::PipelineArgs,
     #[command(flatten)]
     pub threads: threads::ThreadsArgs,
+    #[command(flatten)]
+    pub pg: pg::PgBenchArgs,
 }
 
 /// One configuration of a sweep, ready to run.
@@ -154,7 +158,8 @@ pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
     let planned = match args.engine.as_str() {
         "pipeline" => pipeline::plan(args)?,
         "threads" => threads::plan(args)?,
-        other => bail!("unknown engine `{other}`; expected pipeline or threads"),
+        "pg" => pg::plan(args)?,
+        other => bail!("unknown engine `{other}`; expected pipeline, threads or pg"),
     };
     if args.history.is_some() && (planned.len() > 1 || args.runs > 1) {
         bail!("--history records one run: give a single configuration and --runs 1");

@@ -1,0 +1,83 @@
+//! `ordo pg` and `ordo bench --engine pg` from the outside, on a throwaway cluster of their own
+//! (skipped without PostgreSQL's programs, except under `CI=true`).
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn ordo() -> Command {
+    Command::cargo_bin("ordo").unwrap()
+}
+
+#[test]
+fn bad_pg_input_is_a_clear_error() {
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "srvc"])
+        .assert()
+        .failure()
+        .stderr(contains("expected nobatch, batch or reorder"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--workload", "micro"])
+        .assert()
+        .failure()
+        .stderr(contains("runs smallbank"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--isolation", "snapshot"])
+        .assert()
+        .failure()
+        .stderr(contains("expected serializable or repeatable-read"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    ordo()
+        .args(["bench", "--engine", "pg", "--url", &format!("postgres://ordo:secret@127.0.0.1:{closed}/postgres")])
+        .assert()
+        .failure()
+        .stderr(contains("cannot reach PostgreSQL"))
+        .stderr(contains("ordo:***@"));
+}
+
+/// Stops the cluster when the test ends, passed or not.
+struct Stop(Vec<String>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = ordo().arg("pg").arg("stop").args(&self.0).ok();
+    }
+}
+
+#[test]
+fn start_bench_status_stop() {
+    if let Err(error) = ordo_pgtier::cluster::find_bin_dir() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "PostgreSQL is required under CI: {error}");
+        eprintln!("skipping: {error}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ordo-cli-pg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let cluster = vec!["--dir".to_owned(), dir.display().to_string(), "--port".to_owned(), port.clone()];
+    let _stop = Stop(cluster.clone());
+    ordo().args(["pg", "start"]).args(&cluster).assert().success().stdout(contains("synchronous_commit = on"));
+    let url = format!("postgres://ordo:ordo@127.0.0.1:{port}/postgres");
+    ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("schema is missing"));
+    let json = dir.with_extension("json");
+    ordo()
+        .args(["bench", "--engine", "pg", "--url", &url, "--mode", "nobatch,reorder", "--connections", "2"])
+        .args(["--keys", "1000", "--theta", "0.9", "--duration", "0.5", "--warmup", "0.1", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stderr(contains("audit ok"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert_eq!(record["engine"], "pg");
+        assert_eq!(record["workload"], "smallbank");
+        assert_eq!(record["config"]["synchronous_commit"], "on", "results state synchronous_commit");
+        assert_eq!(record["config"]["isolation"], "serializable");
+        assert!(record["commits"].as_f64().unwrap() > 0.0);
+    }
+    ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("1000 customers"));
+    ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,65 @@
+//! # ordo-pgtier: batching and reordering in a middle tier in front of PostgreSQL
+//!
+//! The paper's last experiment (Ding, Kot, Gehrke, PVLDB 2018, §5.7) puts batching and
+//! reordering in a middle tier in front of a database it cannot change. This crate does that
+//! for PostgreSQL, whose SERIALIZABLE level (serializable snapshot isolation) aborts
+//! transactions with SQLSTATE 40001 under contention, much as an OCC validator would.
+//!
+//! ```text
+//!   SmallBank generator (ordo-workload, same keys and footprints as the other engines)
+//!        │
+//!        ▼
+//!   ┌──────────── middle tier (one current-thread tokio runtime) ─────────────┐
+//!   │ nobatch : N clients, one transaction at a time each                      │
+//!   │ batch   : batches of B (retries first), dealt round-robin to N queues    │
+//!   │ reorder : batches of B; Reorderer defers the FVS to the next batch;      │
+//!   │           ThreadAssigner puts conflicting transactions on one queue,     │
+//!   │           in the plan's serial order                                     │
+//!   └──────┬──────────────┬──────────────────────────────┬───────────────────┘
+//!          │ conn 0       │ conn 1   ...                  │ conn N-1  (pipelined queue)
+//!          ▼              ▼                               ▼
+//!   PostgreSQL: SELECT sb_send_payment(id, ...)  -- one implicit transaction per call,
+//!               which also inserts id into ordo_txn
+//! ```
+//!
+//! **Why it can help.** Two conflicting transactions on different connections run at the same
+//! time and SSI aborts one of them (or a deadlock detector does). Put on the same connection,
+//! they run one after the other and both commit; the dependency cycles that no order can fix
+//! are deferred to the next batch instead of being run to a certain abort.
+//!
+//! **Procedures.** Each SmallBank procedure is a PL/pgSQL function (one round trip per
+//! transaction) or, with `Procedures::Statements`, an explicit transaction of plain statements
+//! driven by the workload's own `step` (three round trips). BENCHMARKS.md has both measured;
+//! functions are the default.
+//!
+//! **Exactly once.** A writing transaction inserts its ordo id into `ordo_txn` in the same
+//! transaction. When a connection breaks, the in-flight transactions are in doubt: the tier
+//! reconnects (waiting out a restarting server), waits until the old backend is gone, and looks
+//! each id up. Found: committed, with the net it recorded. Absent: rolled back, so retrying is
+//! safe. Every run ends with an audit: the bank's total equals the loaded total plus the net
+//! of the transactions ordo reported committed, and `ordo_txn` holds exactly the committed
+//! writers of the run.
+//!
+//! **What the server must provide** (for `--url`): PostgreSQL's wire protocol, PL/pgSQL
+//! (functions mode) or plain SQL (statements mode), SERIALIZABLE or REPEATABLE READ that
+//! reports conflicts as SQLSTATE 40001 or 40P01, and `pg_stat_activity` (to know that a
+//! broken connection's backend has exited).
+//!
+//! Modules: [`cluster`] (throwaway local server), [`schema`] (tables, functions, loader,
+//! audit), [`connection`] (sessions, error classes), [`attempt`] (one try of one
+//! transaction), [`dispatch`] (the planner, no I/O), [`run`] (the driver).
+
+pub mod attempt;
+pub mod cluster;
+pub mod connection;
+pub mod dispatch;
+mod error;
+pub mod run;
+pub mod schema;
+
+pub use attempt::Procedures;
+pub use cluster::Cluster;
+pub use connection::{Isolation, SessionConfig};
+pub use dispatch::{BatchPlan, Dispatcher, Mode};
+pub use error::{PgError, Result};
+pub use run::{LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};

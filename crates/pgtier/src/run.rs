@@ -1,0 +1,593 @@
+//! The driver: one tokio runtime (current-thread: PostgreSQL needs the cores more than ordo),
+//! N connections, one of the three modes, retries, in-doubt resolution and the audit.
+//!
+//! ```text
+//!  nobatch : N workers ── each: generate ─> attempt ─(40001/40P01)─> attempt ... ─> report
+//!  batch   : loop { retries + fresh up to B ─> Dispatcher ─> N queues (pipelined) ─> join }
+//!  reorder : same, and the Dispatcher defers the batch's FVS to the next batch and groups
+//!            conflicting transactions on one connection
+//! ```
+//!
+//! Every transaction gets an id `run_id << 32 | n`. A connection that breaks leaves its
+//! in-flight transactions in doubt; the driver reconnects, waits until the old backend has
+//! exited, and looks each id up in `ordo_txn` (written by the transaction itself): found means
+//! committed (with the net it recorded), absent means rolled back, and only then is it retried.
+//! So each transaction is reported exactly once, and after the run the bank's total equals the
+//! loaded total plus the net of the committed transactions ordo reported.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use futures_util::future::try_join_all;
+use ordo_harness::{AbortCause, Recorder, Window};
+use ordo_reorder::{FvsConfig, TxnFootprint};
+use ordo_workload::smallbank::BALANCE;
+use ordo_workload::{Txn, Workload, WorkloadRng, rng_from_seed};
+
+use crate::attempt::{self, Attempt, Procedures};
+use crate::connection::{Conn, Failure, SessionConfig, connect_plain, redact};
+use crate::dispatch::{BatchPlan, Dispatcher, Mode};
+use crate::error::{PgError, Result};
+use crate::schema;
+
+/// Pipelined requests per connection in batch and reorder modes (functions only).
+pub const PIPELINE_DEPTH_DEFAULT: usize = 8;
+/// Transactions per batch.
+pub const BATCH_SIZE_DEFAULT: usize = 50;
+/// How long a broken connection may take to come back before the run fails.
+pub const RECONNECT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// Attempts of one transaction before it is reported failed.
+pub const ATTEMPTS_MAX: u32 = 10_000;
+/// After the run, how long retries may take to settle before they are reported failed.
+pub const DRAIN_MS_MAX: u64 = 10_000;
+
+/// Everything that defines a tier run but the timing.
+#[derive(Debug, Clone)]
+pub struct TierConfig {
+    pub session: SessionConfig,
+    pub mode: Mode,
+    pub connections: usize,
+    pub batch_size: usize,
+    /// Requests in flight per connection (1 = no pipelining). Statements always use 1.
+    pub pipeline_depth: usize,
+    pub procedures: Procedures,
+    pub reorder: FvsConfig,
+    pub reconnect_timeout_ms: u64,
+    /// Empty the tables and load the workload's bank before running.
+    pub load: bool,
+}
+
+impl TierConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.connections == 0 || self.connections > 1000 {
+            return Err(PgError::invalid("connections", "must be between 1 and 1000"));
+        }
+        if self.batch_size == 0 {
+            return Err(PgError::invalid("batch size", "must be at least 1"));
+        }
+        if self.pipeline_depth == 0 {
+            return Err(PgError::invalid("pipeline depth", "must be at least 1"));
+        }
+        self.reorder.validate().map_err(|e| PgError::invalid("reorder algorithm", e.to_string()))
+    }
+
+    /// The pipeline depth actually used.
+    pub fn effective_pipeline_depth(&self) -> usize {
+        match (self.mode, self.procedures) {
+            (Mode::NoBatch, _) | (_, Procedures::Statements) => 1,
+            _ => self.pipeline_depth,
+        }
+    }
+}
+
+/// Timing of one run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub cooldown: Duration,
+    /// Keep every transaction's outcome (tests).
+    pub record_ledger: bool,
+}
+
+/// How a transaction ended (each is reported exactly once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Committed {
+        net_cents: i64,
+    },
+    UserAbort,
+    /// Gave up (too many attempts, or still deferred when the drain ended): nothing written.
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerEntry {
+    pub txn_id: i64,
+    pub procedure: u8,
+    pub restarts: u32,
+    pub outcome: Outcome,
+}
+
+/// What a run measured and what it checked.
+#[derive(Debug)]
+pub struct TierReport {
+    pub recorder: Recorder,
+    pub measured_s: f64,
+    pub run_id: i64,
+    /// Over the whole run (warm-up, cool-down and drain included).
+    pub committed: u64,
+    pub committed_writers: u64,
+    pub committed_net_cents: i64,
+    pub failed: u64,
+    pub in_doubt_resolved_committed: u64,
+    pub in_doubt_resolved_rolled_back: u64,
+    pub ledger: Vec<LedgerEntry>,
+    pub loaded: schema::Loaded,
+    pub audit: schema::BankAudit,
+    /// Server settings in force (`SHOW` on one of the run's sessions).
+    pub settings: Vec<(String, String)>,
+}
+
+/// One transaction on its way through the tier.
+#[derive(Debug)]
+struct Pending {
+    id: i64,
+    txn: Txn,
+    first_us: u64,
+    restarts: u32,
+}
+
+/// Where an attempt left a transaction.
+enum Settled {
+    Done(Outcome),
+    Retry(AbortCause),
+}
+
+/// Shared by every future of the run (one thread: `Cell`s, no locks).
+struct Context<'a> {
+    config: &'a TierConfig,
+    workload: &'a dyn Workload,
+    started: Instant,
+    run_id: i64,
+    next_id: Cell<u32>,
+    finished: Cell<u64>,
+    resolved_committed: Cell<u64>,
+    resolved_rolled_back: Cell<u64>,
+}
+
+impl Context<'_> {
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    fn pending(&self, rng: &mut WorkloadRng) -> Pending {
+        let mut txn = Txn::default();
+        self.workload.generate(rng, &mut txn);
+        let n = self.next_id.get();
+        self.next_id.set(n + 1);
+        Pending { id: self.run_id << 32 | i64::from(n), txn, first_us: self.now_us(), restarts: 0 }
+    }
+}
+
+/// Totals every executor keeps.
+struct Tally {
+    recorder: Recorder,
+    committed: u64,
+    committed_writers: u64,
+    committed_net_cents: i64,
+    failed: u64,
+    ledger: Vec<LedgerEntry>,
+    record_ledger: bool,
+}
+
+impl Tally {
+    fn new(window: Window, record_ledger: bool) -> Self {
+        Tally {
+            recorder: Recorder::new(window),
+            committed: 0,
+            committed_writers: 0,
+            committed_net_cents: 0,
+            failed: 0,
+            ledger: Vec::new(),
+            record_ledger,
+        }
+    }
+
+    fn settle(&mut self, context: &Context<'_>, pending: &Pending, outcome: Outcome) {
+        let now_us = context.now_us();
+        match outcome {
+            Outcome::Committed { net_cents } => {
+                self.recorder.commit(now_us, now_us - pending.first_us, pending.restarts, pending.txn.procedure);
+                self.committed += 1;
+                if pending.txn.procedure != BALANCE {
+                    self.committed_writers += 1;
+                }
+                self.committed_net_cents += net_cents;
+            }
+            Outcome::UserAbort => self.recorder.user_abort(now_us),
+            Outcome::Failed => self.failed += 1,
+        }
+        context.finished.set(context.finished.get() + 1);
+        if self.record_ledger {
+            self.ledger.push(LedgerEntry {
+                txn_id: pending.id,
+                procedure: pending.txn.procedure,
+                restarts: pending.restarts,
+                outcome,
+            });
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.recorder.merge(&other.recorder);
+        self.committed += other.committed;
+        self.committed_writers += other.committed_writers;
+        self.committed_net_cents += other.committed_net_cents;
+        self.failed += other.failed;
+        self.ledger.extend(other.ledger);
+    }
+}
+
+/// Runs the tier on a fresh current-thread runtime; `progress(elapsed_s, finished)` is called a
+/// few times a second.
+pub fn run_blocking(
+    config: &TierConfig,
+    workload: &dyn Workload,
+    spec: &RunSpec,
+    progress: &dyn Fn(f64, u64),
+) -> Result<TierReport> {
+    config.validate()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| PgError::Io { context: "cannot start the tokio runtime".into(), source })?;
+    runtime.block_on(run(config, workload, spec, progress))
+}
+
+/// Loads the bank (when configured), runs, drains, and audits the bank.
+pub async fn run(
+    config: &TierConfig,
+    workload: &dyn Workload,
+    spec: &RunSpec,
+    progress: &dyn Fn(f64, u64),
+) -> Result<TierReport> {
+    config.validate()?;
+    let admin = connect_plain(&config.session.url).await?;
+    let loaded = if config.load { schema::load(&admin, workload).await? } else { schema::inspect(&admin).await? };
+    let expected = (workload.key_count() / 3) as i64;
+    if loaded.customers != expected {
+        return Err(PgError::SchemaSize { found: loaded.customers, expected });
+    }
+    let run_id: i64 = admin
+        .query_one("SELECT nextval('ordo_run_seq')", &[])
+        .await
+        .map_err(|e| PgError::database("drawing a run id", e))?
+        .get(0);
+    let timeout = Duration::from_millis(config.reconnect_timeout_ms);
+    let mut conns = try_join_all((0..config.connections).map(|_| open_first(&config.session, timeout))).await?;
+    let settings = server_settings(&conns[0].client).await?;
+
+    let window = Window::after_warmup(spec.warmup.as_micros() as u64, spec.duration.as_micros() as u64);
+    let end_us = (spec.warmup + spec.duration + spec.cooldown).as_micros() as u64;
+    let context = Context {
+        config,
+        workload,
+        started: Instant::now(),
+        run_id,
+        next_id: Cell::new(0),
+        finished: Cell::new(0),
+        resolved_committed: Cell::new(0),
+        resolved_rolled_back: Cell::new(0),
+    };
+    let done = Cell::new(false);
+    let ticker = async {
+        while !done.get() {
+            progress(context.started.elapsed().as_secs_f64(), context.finished.get());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let work = async {
+        let result = match config.mode {
+            Mode::NoBatch => run_nobatch(&context, &mut conns, spec, window, end_us).await,
+            Mode::Batch | Mode::Reorder => run_batches(&context, &mut conns, spec, window, end_us).await,
+        };
+        done.set(true);
+        result
+    };
+    let (tally, ()) = tokio::join!(work, ticker);
+    let tally = tally?;
+    drop(conns);
+
+    // The audit runs on a fresh connection: the admin one may have been cut by a restart.
+    let admin = connect_plain(&config.session.url).await?;
+    let audit = schema::audit(&admin, Some(run_id)).await?;
+    let report = TierReport {
+        recorder: tally.recorder,
+        measured_s: spec.duration.as_secs_f64(),
+        run_id,
+        committed: tally.committed,
+        committed_writers: tally.committed_writers,
+        committed_net_cents: tally.committed_net_cents,
+        failed: tally.failed,
+        in_doubt_resolved_committed: context.resolved_committed.get(),
+        in_doubt_resolved_rolled_back: context.resolved_rolled_back.get(),
+        ledger: tally.ledger,
+        loaded,
+        audit,
+        settings,
+    };
+    if config.load {
+        check_audit(&report)?;
+    }
+    Ok(report)
+}
+
+/// The bank must hold the loaded money plus what the committed transactions ordo reported
+/// added, and `ordo_txn` one row per committed writing transaction of this run.
+pub fn check_audit(report: &TierReport) -> Result<()> {
+    let expected = report.loaded.loaded_total_cents + report.committed_net_cents;
+    if report.audit.total_cents != expected {
+        return Err(PgError::Cluster(format!(
+            "audit failed: the bank holds {} cents, but loaded {} plus the net {} of the transactions ordo reported \
+             committed is {expected}",
+            report.audit.total_cents, report.loaded.loaded_total_cents, report.committed_net_cents
+        )));
+    }
+    if report.audit.run_txn_ids.len() as u64 != report.committed_writers {
+        return Err(PgError::Cluster(format!(
+            "audit failed: ordo_txn holds {} transactions of run {}, ordo reported {} committed writers",
+            report.audit.run_txn_ids.len(),
+            report.run_id,
+            report.committed_writers
+        )));
+    }
+    Ok(())
+}
+
+/// Connects to `url` and reads the settings a result should state (checks reachability and
+/// credentials on the way).
+pub async fn probe_settings(url: &str) -> Result<Vec<(String, String)>> {
+    let client = connect_plain(url).await?;
+    server_settings(&client).await
+}
+
+async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String, String)>> {
+    let mut settings = Vec::new();
+    for name in [
+        "server_version",
+        "synchronous_commit",
+        "fsync",
+        "shared_buffers",
+        "max_connections",
+        "default_transaction_isolation",
+        "wal_sync_method",
+    ] {
+        let value: String = client
+            .query_one(&format!("SHOW {name}"), &[])
+            .await
+            .map_err(|e| PgError::database(format!("SHOW {name}"), e))?
+            .get(0);
+        settings.push((name.to_owned(), value));
+    }
+    Ok(settings)
+}
+
+/// `nobatch`: each connection is a client running one transaction at a time, retrying it
+/// until it settles.
+async fn run_nobatch(
+    context: &Context<'_>,
+    conns: &mut [Conn],
+    spec: &RunSpec,
+    window: Window,
+    end_us: u64,
+) -> Result<Tally> {
+    let workers = conns.iter_mut().enumerate().map(|(worker, conn)| async move {
+        let mut rng = rng_from_seed(spec.seed ^ (worker as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut tally = Tally::new(window, spec.record_ledger);
+        while context.now_us() < end_us {
+            let mut pending = context.pending(&mut rng);
+            loop {
+                let mut settled = run_queue(context, conn, vec![pending]).await?;
+                let (back, outcome) = settled.pop().expect("one transaction in, one out");
+                pending = back;
+                match outcome {
+                    Settled::Done(outcome) => {
+                        tally.settle(context, &pending, outcome);
+                        break;
+                    }
+                    Settled::Retry(cause) => {
+                        tally.recorder.abort(context.now_us(), cause);
+                        pending.restarts += 1;
+                        if pending.restarts >= ATTEMPTS_MAX {
+                            tally.settle(context, &pending, Outcome::Failed);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Ok::<_, PgError>(tally)
+    });
+    let mut total = Tally::new(window, spec.record_ledger);
+    for tally in try_join_all(workers).await? {
+        total.merge(tally);
+    }
+    Ok(total)
+}
+
+/// `batch` and `reorder`: the middle tier forms batches of retried and fresh transactions and
+/// dispatches each over the connections, waiting for the batch before forming the next.
+async fn run_batches(
+    context: &Context<'_>,
+    conns: &mut [Conn],
+    spec: &RunSpec,
+    window: Window,
+    end_us: u64,
+) -> Result<Tally> {
+    let config = context.config;
+    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.reorder)
+        .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    let mut rng = rng_from_seed(spec.seed);
+    let mut tally = Tally::new(window, spec.record_ledger);
+    let mut carry: Vec<Pending> = Vec::new();
+    let mut batch: Vec<Option<Pending>> = Vec::new();
+    let mut footprints: Vec<TxnFootprint> = Vec::new();
+    let mut plan = BatchPlan::default();
+    let drain_end_us = end_us + DRAIN_MS_MAX * 1000;
+    loop {
+        let now_us = context.now_us();
+        let generating = now_us < end_us;
+        if !generating && carry.is_empty() {
+            break;
+        }
+        if now_us >= drain_end_us {
+            for pending in carry.drain(..) {
+                tally.settle(context, &pending, Outcome::Failed);
+            }
+            break;
+        }
+        batch.clear();
+        batch.extend(carry.drain(..).map(Some));
+        if generating {
+            while batch.len() < config.batch_size {
+                batch.push(Some(context.pending(&mut rng)));
+            }
+        }
+        footprints.clear();
+        for pending in batch.iter().flatten() {
+            let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
+            context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
+            footprint.restarts = pending.restarts;
+            footprints.push(footprint);
+        }
+        let planning = Instant::now();
+        dispatcher.plan(&footprints, &mut plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+        let reorder_ns = planning.elapsed().as_nanos() as u64;
+        tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
+        for &position in &plan.deferred {
+            let mut pending = batch[position].take().expect("positions are distinct");
+            tally.recorder.abort(now_us, AbortCause::Reorder);
+            pending.restarts += 1;
+            carry.push(pending);
+        }
+        let queues = plan
+            .queues
+            .iter()
+            .map(|queue| queue.iter().map(|&p| batch[p].take().expect("positions are distinct")).collect::<Vec<_>>());
+        let results =
+            try_join_all(conns.iter_mut().zip(queues).map(|(conn, queue)| run_queue(context, conn, queue))).await?;
+        for (pending, settled) in results.into_iter().flatten() {
+            match settled {
+                Settled::Done(outcome) => tally.settle(context, &pending, outcome),
+                Settled::Retry(cause) => {
+                    tally.recorder.abort(context.now_us(), cause);
+                    let mut pending = pending;
+                    pending.restarts += 1;
+                    if pending.restarts >= ATTEMPTS_MAX {
+                        tally.settle(context, &pending, Outcome::Failed);
+                    } else {
+                        carry.push(pending);
+                    }
+                }
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// Runs `queue` on `conn` in order (pipelined up to the configured depth), reconnecting and
+/// resolving in-doubt transactions if the connection breaks.
+async fn run_queue(context: &Context<'_>, conn: &mut Conn, queue: Vec<Pending>) -> Result<Vec<(Pending, Settled)>> {
+    if queue.is_empty() {
+        return Ok(Vec::new());
+    }
+    let config = context.config;
+    let depth = config.effective_pipeline_depth();
+    let attempts: Vec<Attempt> = {
+        let conn = &*conn;
+        futures_util::stream::iter(&queue)
+            .map(|pending| async move {
+                match config.procedures {
+                    Procedures::Functions => attempt::function_call(conn, pending.id, &pending.txn).await,
+                    Procedures::Statements => {
+                        attempt::statements(conn, context.workload, pending.id, &pending.txn).await
+                    }
+                }
+            })
+            .buffered(depth)
+            .collect()
+            .await
+    };
+    let mut in_doubt = attempts.iter().any(|a| matches!(a, Attempt::InDoubt));
+    let mut out = Vec::with_capacity(queue.len());
+    for (pending, attempt) in queue.into_iter().zip(attempts) {
+        let settled = match attempt {
+            Attempt::Committed { net_cents } => Settled::Done(Outcome::Committed { net_cents }),
+            Attempt::UserAbort => Settled::Done(Outcome::UserAbort),
+            Attempt::Conflict(Failure::Deadlock) => Settled::Retry(AbortCause::Deadlock),
+            Attempt::Conflict(_) => Settled::Retry(AbortCause::Serialization),
+            Attempt::Fatal(error) => return Err(error),
+            Attempt::InDoubt => {
+                if in_doubt {
+                    *conn = reconnect(context, conn).await?;
+                    in_doubt = false;
+                }
+                resolve(context, conn, &pending).await?
+            }
+        };
+        out.push((pending, settled));
+    }
+    Ok(out)
+}
+
+/// Opens a run's connection; a connection cut while being set up is opened again (an
+/// unreachable server or bad credentials fail at once).
+async fn open_first(session: &SessionConfig, timeout: Duration) -> Result<Conn> {
+    let started = Instant::now();
+    loop {
+        match Conn::open(session).await {
+            Err(PgError::Database { source, .. })
+                if crate::connection::classify(&source) == Failure::ConnectionLost && started.elapsed() < timeout => {}
+            other => return other,
+        }
+    }
+}
+
+async fn reconnect(context: &Context<'_>, conn: &Conn) -> Result<Conn> {
+    let timeout = Duration::from_millis(context.config.reconnect_timeout_ms);
+    Conn::reopen(&context.config.session, conn.backend_pid, timeout).await
+}
+
+/// Decides an in-doubt transaction by looking its id up (on a connection whose predecessor's
+/// backend has exited).
+async fn resolve(context: &Context<'_>, conn: &mut Conn, pending: &Pending) -> Result<Settled> {
+    let started = Instant::now();
+    let timeout = Duration::from_millis(context.config.reconnect_timeout_ms);
+    loop {
+        match conn.client.query_opt(&conn.prepared.lookup_txn, &[&pending.id]).await {
+            Ok(Some(row)) => {
+                context.resolved_committed.set(context.resolved_committed.get() + 1);
+                return Ok(Settled::Done(Outcome::Committed { net_cents: row.get(0) }));
+            }
+            Ok(None) => {
+                context.resolved_rolled_back.set(context.resolved_rolled_back.get() + 1);
+                return Ok(Settled::Retry(AbortCause::ConnectionLost));
+            }
+            Err(error) if started.elapsed() < timeout => match crate::connection::classify(&error) {
+                // The lookup is a serializable read too, and SSI may abort it: ask again.
+                Failure::Serialization | Failure::Deadlock => {}
+                Failure::ConnectionLost => *conn = reconnect(context, conn).await?,
+                Failure::Other => return Err(PgError::database("looking up an in-doubt transaction", error)),
+            },
+            Err(error) => {
+                return Err(PgError::InDoubt {
+                    count: 1,
+                    reason: format!("{} at {}", error, redact(&context.config.session.url)),
+                });
+            }
+        }
+    }
+}
