@@ -15,7 +15,7 @@
 //! attempt retries on the same worker after a randomized exponential backoff, and latency
 //! counts from the transaction's first start (for reorder: from when it entered its batch) to
 //! its commit. Transactions never cross batch boundaries: each is assigned within its own batch,
-and a share moves between threads only whole. The main thread only sleeps and
+//! and a share moves between threads only whole. The main thread only sleeps and
 //! reports progress, so exactly `threads` threads are busy (plus Silo's sleeping epoch thread).
 
 use std::sync::Arc;
