@@ -8,12 +8,14 @@
 //!                       queue empty: build the next batch (every worker can build):
 //!                       generate 4 x threads txns ─> ThreadAssigner (§4.2: conflicting
 //!                       txns to the same thread) ─> append each share to its thread's queue
+//!                       another queue too long: take over its oldest share instead
 //! ```
 //!
 //! Workers run whole transactions synchronously through the [`Protocol`] interface; an aborted
 //! attempt retries on the same worker after a randomized exponential backoff, and latency
 //! counts from the transaction's first start (for reorder: from when it entered its batch) to
-//! its commit. Transactions never cross batch boundaries. The main thread only sleeps and
+//! its commit. Transactions never cross batch boundaries: each is assigned within its own batch,
+//! and a share moves between threads only whole. The main thread only sleeps and
 //! reports progress, so exactly `threads` threads are busy (plus Silo's sleeping epoch thread).
 
 use std::sync::Arc;

@@ -354,3 +354,54 @@ impl Protocol for Mvcc {
         self.field(key, (installed - 1) % self.versions, VALUE).load(Ordering::Relaxed) as Value
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ordo_workload::{Micro, MicroConfig};
+
+    use super::*;
+
+    fn store(versions: usize) -> Mvcc {
+        let micro = Micro::new(MicroConfig { keys: 16, theta: 0.0, reads: 1, writes: 1, shared: 0 }).unwrap();
+        Mvcc::new(&micro, 8, 1, versions, Isolation::Snapshot)
+    }
+
+    fn commit_write(mvcc: &Mvcc, worker: &mut MvccWorker, key: Key, value: Value) {
+        mvcc.begin(worker, false);
+        mvcc.write(worker, key, value).unwrap();
+        mvcc.commit(worker).unwrap();
+    }
+
+    #[test]
+    fn old_snapshots_read_old_versions_until_the_ring_recycles_them() {
+        let mvcc = store(2);
+        let (mut reader, mut writer) = (mvcc.worker(0, false), mvcc.worker(1, false));
+        mvcc.begin(&mut reader, false);
+        commit_write(&mvcc, &mut writer, 3, 10);
+        // The ring still holds the version the reader's snapshot needs.
+        assert_eq!(mvcc.read(&mut reader, 3, false), Ok(0));
+        mvcc.abort(&mut reader);
+
+        mvcc.begin(&mut reader, false);
+        commit_write(&mvcc, &mut writer, 5, 1);
+        commit_write(&mvcc, &mut writer, 5, 2);
+        // Two newer versions in a ring of two: the snapshot's version is gone.
+        assert_eq!(mvcc.read(&mut reader, 5, false), Err(Abort::CONFLICT));
+        mvcc.abort(&mut reader);
+        assert_eq!(mvcc.committed_value(5), 2);
+    }
+
+    #[test]
+    fn the_ring_wraps_many_times_and_the_newest_version_wins() {
+        let mvcc = store(4);
+        let mut writer = mvcc.worker(0, false);
+        for value in 0..1000 {
+            commit_write(&mvcc, &mut writer, 7, value);
+        }
+        assert_eq!(mvcc.head(7).load(Ordering::Relaxed), 1001, "1000 versions installed in 4 slots");
+        assert_eq!(mvcc.committed_value(7), 999);
+        let mut reader = mvcc.worker(1, false);
+        mvcc.begin(&mut reader, false);
+        assert_eq!(mvcc.read(&mut reader, 7, false), Ok(999));
+    }
+}
