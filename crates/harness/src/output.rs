@@ -83,13 +83,48 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
 
 /// Writes rows of `(column, value)` pairs as CSV (columns from the first row).
 pub fn write_flat_csv(path: &Path, rows: &[Vec<(String, String)>]) -> Result<()> {
+    // Rows of a sweep may carry different knobs (a protocol with a knob the others lack): the
+    // header is the union of the columns in order of first appearance, and a row leaves the
+    // columns it lacks empty.
+    let mut columns: Vec<&str> = Vec::new();
+    for row in rows {
+        for (column, _) in row {
+            if !columns.contains(&column.as_str()) {
+                columns.push(column);
+            }
+        }
+    }
     let mut writer = csv::Writer::from_writer(Vec::new());
-    if let Some(first) = rows.first() {
-        writer.write_record(first.iter().map(|(column, _)| column))?;
+    if !rows.is_empty() {
+        writer.write_record(&columns)?;
     }
     for row in rows {
-        writer.write_record(row.iter().map(|(_, value)| value))?;
+        writer.write_record(
+            columns
+                .iter()
+                .map(|column| row.iter().find(|(name, _)| name == column).map_or("", |(_, value)| value.as_str())),
+        )?;
     }
     let bytes = writer.into_inner().context("flushing CSV")?;
     write_text(path, &String::from_utf8(bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cells: &[(&str, &str)]) -> Vec<(String, String)> {
+        cells.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect()
+    }
+
+    #[test]
+    fn flat_csv_takes_the_union_of_the_rows_columns() {
+        let path = std::env::temp_dir().join(format!("ordo-flat-csv-{}.csv", std::process::id()));
+        let rows =
+            [row(&[("protocol", "silo"), ("tps", "1")]), row(&[("protocol", "ssi"), ("versions", "4"), ("tps", "2")])];
+        write_flat_csv(&path, &rows).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(text, "protocol,tps,versions\nsilo,1,\nssi,2,4\n");
+    }
 }

@@ -103,8 +103,13 @@ fn times(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".into(), |v| format!("{v:.2}x"))
 }
 
+/// `0.4` → "60% lower"; a ratio above one reads as how many times higher.
 fn percent_lower(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".into(), |v| format!("{:.0}% lower", 100.0 * (1.0 - v)))
+    match value {
+        None => "n/a".into(),
+        Some(v) if v > 1.0 => format!("{v:.1}x higher"),
+        Some(v) => format!("{:.0}% lower", 100.0 * (1.0 - v)),
+    }
 }
 
 /// Charts every pipeline experiment draws: throughput, average latency, abort rate and
@@ -525,7 +530,12 @@ fn threads(ctx: &Context) -> Result<ExperimentReport> {
     let series = |r: &RunResult| protocol_name(&r.info.mode);
     let thread_count = |r: &RunResult| knob(r, "threads").parse().unwrap_or(f64::NAN);
     let view = View { results: &by_threads, series: &series, x: &thread_count };
-    draw_line(ctx, &mut report, "threads_tps", &view.line("Throughput at θ=0.99 (YCSB)", "Worker threads", &THROUGHPUT))?;
+    draw_line(
+        ctx,
+        &mut report,
+        "threads_tps",
+        &view.line("Throughput at θ=0.99 (YCSB)", "Worker threads", &THROUGHPUT),
+    )?;
     let view = View { results: &by_theta, series: &series, x: &theta };
     draw_line(
         ctx,
@@ -650,10 +660,7 @@ fn postgres(ctx: &Context) -> Result<ExperimentReport> {
     draw_line(ctx, &mut report, "postgres_abort", &view.line("Abort rate, SmallBank θ=0.9", axis, &ABORT_RATE))?;
 
     let peak = |mode: &str| {
-        results
-            .iter()
-            .filter(|r| r.info.mode == mode)
-            .max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
+        results.iter().filter(|r| r.info.mode == mode).max_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps))
     };
     let best_other = [peak("nobatch"), peak("batch")]
         .into_iter()
