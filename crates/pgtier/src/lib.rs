@@ -62,4 +62,4 @@ pub use cluster::Cluster;
 pub use connection::{Isolation, SessionConfig};
 pub use dispatch::{BatchPlan, Dispatcher, Mode};
 pub use error::{PgError, Result};
-pub use run::{LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};
+pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};
