@@ -15,15 +15,18 @@
 //! So each transaction is reported exactly once, and after the run the bank's total equals the
 //! loaded total plus the net of the committed transactions ordo reported.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use foldhash::HashMap;
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;
 use ordo_harness::{AbortCause, Recorder, Window};
 use ordo_reorder::{FvsConfig, TxnFootprint};
 use ordo_workload::smallbank::BALANCE;
 use ordo_workload::{Txn, Workload, WorkloadRng, rng_from_seed};
+use tokio::sync::Notify;
 
 use crate::attempt::{self, Attempt, Procedures};
 use crate::connection::{Conn, Failure, SessionConfig, connect_plain, redact};
@@ -56,6 +59,46 @@ pub struct TierConfig {
     pub reconnect_timeout_ms: u64,
     /// Empty the tables and load the workload's bank before running.
     pub load: bool,
+    /// How batch and reorder modes feed the connections.
+    pub dispatch: Dispatch,
+    /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long.
+    pub batch_wait_us_max: u64,
+    /// Rolling dispatch: closed-loop clients, each with one transaction in the tier (0: twice
+    /// the batch size).
+    pub clients: usize,
+    /// Rolling dispatch in reorder mode: send a planned queue to the connection already running
+    /// transactions that write the same keys (off: to the shortest backlog).
+    pub affinity: bool,
+}
+
+/// How the middle tier feeds its connections in batch and reorder modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dispatch {
+    /// Send a batch, wait for all of it, then form the next.
+    Barrier,
+    /// Keep every connection's queue fed: a batch goes out when B transactions wait (or the
+    /// oldest waited `batch_wait_us_max`), while earlier batches still run.
+    Rolling,
+}
+
+impl Dispatch {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dispatch::Barrier => "barrier",
+            Dispatch::Rolling => "rolling",
+        }
+    }
+}
+
+impl std::str::FromStr for Dispatch {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "barrier" => Ok(Dispatch::Barrier),
+            "rolling" => Ok(Dispatch::Rolling),
+            other => Err(format!("`{other}`: expected barrier or rolling")),
+        }
+    }
 }
 
 impl TierConfig {
@@ -66,10 +109,18 @@ impl TierConfig {
         if self.batch_size == 0 {
             return Err(PgError::invalid("batch size", "must be at least 1"));
         }
+        if self.batch_size > 100_000 || self.clients > 100_000 {
+            return Err(PgError::invalid("batch size", "batch size and clients must be at most 100000"));
+        }
         if self.pipeline_depth == 0 {
             return Err(PgError::invalid("pipeline depth", "must be at least 1"));
         }
         self.reorder.validate().map_err(|e| PgError::invalid("reorder algorithm", e.to_string()))
+    }
+
+    /// Closed-loop clients of the rolling tier.
+    pub fn effective_clients(&self) -> usize {
+        if self.clients == 0 { 2 * self.batch_size } else { self.clients }
     }
 
     /// The pipeline depth actually used.
@@ -137,6 +188,10 @@ struct Pending {
     id: i64,
     txn: Txn,
     first_us: u64,
+    /// When it last entered the tier's intake (rolling dispatch).
+    queued_us: u64,
+    /// The connection it was last queued on (rolling dispatch).
+    lane: usize,
     restarts: u32,
 }
 
@@ -168,7 +223,8 @@ impl Context<'_> {
         self.workload.generate(rng, &mut txn);
         let n = self.next_id.get();
         self.next_id.set(n + 1);
-        Pending { id: self.run_id << 32 | i64::from(n), txn, first_us: self.now_us(), restarts: 0 }
+        let now_us = self.now_us();
+        Pending { id: self.run_id << 32 | i64::from(n), txn, first_us: now_us, queued_us: now_us, lane: 0, restarts: 0 }
     }
 }
 
@@ -292,7 +348,10 @@ pub async fn run(
     let work = async {
         let result = match config.mode {
             Mode::NoBatch => run_nobatch(&context, &mut conns, spec, window, end_us).await,
-            Mode::Batch | Mode::Reorder => run_batches(&context, &mut conns, spec, window, end_us).await,
+            Mode::Batch | Mode::Reorder => match config.dispatch {
+                Dispatch::Barrier => run_batches(&context, &mut conns, spec, window, end_us).await,
+                Dispatch::Rolling => run_rolling(&context, &mut conns, spec, window, end_us).await,
+            },
         };
         done.set(true);
         result
@@ -493,6 +552,211 @@ async fn run_batches(
                     }
                 }
             }
+        }
+    }
+    Ok(tally)
+}
+
+/// What the rolling tier and its connection lanes share (one thread: `RefCell`, no locks;
+/// no borrow is held across an `.await`).
+struct Lanes {
+    queues: Vec<RefCell<VecDeque<Pending>>>,
+    wake: Vec<Notify>,
+    results: RefCell<Vec<(Pending, Settled)>>,
+    results_ready: Notify,
+    closing: Cell<bool>,
+}
+
+/// One connection of the rolling tier: runs its queue in chunks of the pipeline depth.
+async fn lane(context: &Context<'_>, conn: &mut Conn, index: usize, lanes: &Lanes) -> Result<()> {
+    let depth = context.config.effective_pipeline_depth();
+    loop {
+        let chunk: Vec<Pending> = {
+            let mut queue = lanes.queues[index].borrow_mut();
+            let n = queue.len().min(depth);
+            queue.drain(..n).collect()
+        };
+        if chunk.is_empty() {
+            if lanes.closing.get() {
+                return Ok(());
+            }
+            lanes.wake[index].notified().await;
+            continue;
+        }
+        let settled = run_queue(context, conn, chunk).await?;
+        lanes.results.borrow_mut().extend(settled);
+        lanes.results_ready.notify_one();
+    }
+}
+
+/// `batch` and `reorder` with rolling dispatch: `clients` closed-loop clients submit to the
+/// tier's intake; a batch is planned and appended to the connections' queues as soon as B
+/// transactions wait (or the oldest waited `batch_wait_us_max`, or nothing else can arrive),
+/// while earlier batches still run. Retries and deferred transactions go first in the next batch.
+async fn run_rolling(
+    context: &Context<'_>,
+    conns: &mut [Conn],
+    spec: &RunSpec,
+    window: Window,
+    end_us: u64,
+) -> Result<Tally> {
+    let lanes = Lanes {
+        queues: conns.iter().map(|_| RefCell::new(VecDeque::new())).collect(),
+        wake: conns.iter().map(|_| Notify::new()).collect(),
+        results: RefCell::new(Vec::new()),
+        results_ready: Notify::new(),
+        closing: Cell::new(false),
+    };
+    let lanes_future =
+        try_join_all(conns.iter_mut().enumerate().map(|(index, conn)| lane(context, conn, index, &lanes)));
+    let tier = async {
+        let result = rolling_tier(context, &lanes, spec, window, end_us).await;
+        lanes.closing.set(true);
+        for wake in &lanes.wake {
+            wake.notify_one();
+        }
+        result
+    };
+    let (tally, _) = tokio::try_join!(tier, lanes_future)?;
+    Ok(tally)
+}
+
+async fn rolling_tier(
+    context: &Context<'_>,
+    lanes: &Lanes,
+    spec: &RunSpec,
+    window: Window,
+    end_us: u64,
+) -> Result<Tally> {
+    let config = context.config;
+    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.reorder)
+        .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    let mut rng = rng_from_seed(spec.seed);
+    let mut tally = Tally::new(window, spec.record_ledger);
+    let mut intake: VecDeque<Pending> = (0..config.effective_clients()).map(|_| context.pending(&mut rng)).collect();
+    let mut in_lanes = 0usize;
+    let mut batch: Vec<Option<Pending>> = Vec::new();
+    let mut footprints: Vec<TxnFootprint> = Vec::new();
+    let mut plan = BatchPlan::default();
+    let mut taken: Vec<bool> = Vec::new();
+    // Per connection: written keys of the transactions queued or running there -> how many.
+    let mut lane_keys: Vec<HashMap<u64, u32>> = lanes.queues.iter().map(|_| HashMap::default()).collect();
+    let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
+    let drain_end_us = end_us + DRAIN_MS_MAX * 1000;
+    loop {
+        let results = std::mem::take(&mut *lanes.results.borrow_mut());
+        for (mut pending, settled) in results {
+            in_lanes -= 1;
+            footprint.reads.clear();
+            footprint.writes.clear();
+            context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
+            for key in &footprint.writes {
+                if let Some(count) = lane_keys[pending.lane].get_mut(key) {
+                    *count -= 1;
+                    if *count == 0 {
+                        lane_keys[pending.lane].remove(key);
+                    }
+                }
+            }
+            let now_us = context.now_us();
+            let client_free = match settled {
+                Settled::Done(outcome) => {
+                    tally.settle(context, &pending, outcome);
+                    true
+                }
+                Settled::Retry(cause) => {
+                    tally.recorder.abort(now_us, cause);
+                    pending.restarts += 1;
+                    if pending.restarts >= ATTEMPTS_MAX {
+                        tally.settle(context, &pending, Outcome::Failed);
+                        true
+                    } else {
+                        pending.queued_us = now_us;
+                        intake.push_front(pending);
+                        false
+                    }
+                }
+            };
+            if client_free && now_us < end_us {
+                intake.push_back(context.pending(&mut rng));
+            }
+        }
+        let now_us = context.now_us();
+        if now_us >= end_us && intake.is_empty() && in_lanes == 0 {
+            break;
+        }
+        if now_us >= drain_end_us {
+            for pending in intake.drain(..) {
+                tally.settle(context, &pending, Outcome::Failed);
+            }
+            if in_lanes == 0 {
+                break;
+            }
+        }
+        let oldest_waited_us = intake.iter().map(|p| now_us.saturating_sub(p.queued_us)).max().unwrap_or(0);
+        let ready = intake.len() >= config.batch_size
+            || (!intake.is_empty() && (in_lanes == 0 || oldest_waited_us >= config.batch_wait_us_max));
+        if !ready {
+            let wait_us = if intake.is_empty() { 100_000 } else { config.batch_wait_us_max - oldest_waited_us };
+            let _ = tokio::time::timeout(Duration::from_micros(wait_us.max(1)), lanes.results_ready.notified()).await;
+            continue;
+        }
+        batch.clear();
+        let take = intake.len().min(config.batch_size);
+        batch.extend(intake.drain(..take).map(Some));
+        footprints.clear();
+        for pending in batch.iter().flatten() {
+            let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
+            context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
+            footprint.restarts = pending.restarts;
+            footprints.push(footprint);
+        }
+        let planning = Instant::now();
+        dispatcher.plan(&footprints, &mut plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+        tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), planning.elapsed().as_nanos() as u64);
+        for &position in plan.deferred.iter().rev() {
+            let mut pending = batch[position].take().expect("positions are distinct");
+            tally.recorder.abort(now_us, AbortCause::Reorder);
+            pending.restarts += 1;
+            pending.queued_us = now_us;
+            intake.push_front(pending);
+        }
+        // Each planned queue goes to a distinct connection: the one already holding the most
+        // of its balance keys (earlier batches still running there would conflict with it on
+        // any other connection), then the one with the shortest backlog; longest queues first.
+        let mut planned: Vec<usize> = (0..plan.queues.len()).filter(|&q| !plan.queues[q].is_empty()).collect();
+        planned.sort_by_key(|&q| std::cmp::Reverse(plan.queues[q].len()));
+        taken.clear();
+        taken.resize(lanes.queues.len(), false);
+        for &q in &planned {
+            let overlap = |lane: usize| -> u32 {
+                plan.queues[q]
+                    .iter()
+                    .flat_map(|&position| footprints[position].writes.iter())
+                    .map(|key| lane_keys[lane].get(key).copied().unwrap_or(0))
+                    .sum()
+            };
+            let lane = (0..lanes.queues.len())
+                .filter(|&lane| !taken[lane])
+                .max_by_key(|&lane| {
+                    // `batch` mode does not look at conflicts, so affinity is reorder's alone.
+                    let affinity = if config.affinity && config.mode == Mode::Reorder { overlap(lane) } else { 0 };
+                    (affinity, std::cmp::Reverse(lanes.queues[lane].borrow().len()))
+                })
+                .expect("no more planned queues than connections");
+            taken[lane] = true;
+            let mut queue = lanes.queues[lane].borrow_mut();
+            for &position in &plan.queues[q] {
+                let mut pending = batch[position].take().expect("positions are distinct");
+                for &key in &footprints[position].writes {
+                    *lane_keys[lane].entry(key).or_default() += 1;
+                }
+                pending.lane = lane;
+                queue.push_back(pending);
+                in_lanes += 1;
+            }
+            drop(queue);
+            lanes.wake[lane].notify_one();
         }
     }
     Ok(tally)

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use ordo_pgtier::cluster::find_bin_dir;
 use ordo_pgtier::run::{LedgerEntry, Outcome, TierReport};
-use ordo_pgtier::{Cluster, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
+use ordo_pgtier::{
+    Cluster, Dispatch, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking,
+};
 use ordo_reorder::FvsConfig;
 use ordo_workload::smallbank::{BALANCE, STANDARD_MIX};
 use ordo_workload::{SmallBank, SmallBankConfig};
@@ -75,6 +77,10 @@ fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -
         reorder: FvsConfig::default(),
         reconnect_timeout_ms: 30_000,
         load: true,
+        dispatch: Dispatch::Rolling,
+        batch_wait_us_max: 500,
+        clients: 0,
+        affinity: true,
     }
 }
 
@@ -129,10 +135,17 @@ fn every_mode_conserves_money_and_reports_each_transaction_once() {
         (5, Mode::Reorder, Procedures::Statements, Isolation::RepeatableRead),
         (6, Mode::Batch, Procedures::Functions, Isolation::RepeatableRead),
     ] {
-        let what = format!("{} {} {} (seed {seed})", mode.name(), procedures.name(), isolation.name());
-        let report =
-            run(&config(&url, mode, procedures, isolation), seed, 700).unwrap_or_else(|e| panic!("{what}: {e}"));
-        check_exactly_once(&report, &what);
+        for dispatch in [Dispatch::Rolling, Dispatch::Barrier] {
+            if mode == Mode::NoBatch && dispatch == Dispatch::Barrier {
+                continue;
+            }
+            let what =
+                format!("{} {} {} {} (seed {seed})", mode.name(), dispatch.name(), procedures.name(), isolation.name());
+            let mut config = config(&url, mode, procedures, isolation);
+            config.dispatch = dispatch;
+            let report = run(&config, seed, 500).unwrap_or_else(|e| panic!("{what}: {e}"));
+            check_exactly_once(&report, &what);
+        }
     }
 }
 
@@ -208,11 +221,16 @@ fn kill_backends(url: String, period: Duration, stop: Arc<AtomicBool>) -> std::t
 fn connections_killed_mid_batch_lose_nothing() {
     let Some(cluster) = TestCluster::start("kill") else { return };
     let url = cluster.url();
-    for (seed, mode) in [(11, Mode::Reorder), (12, Mode::NoBatch), (13, Mode::Batch)] {
+    for (seed, mode, dispatch) in [
+        (11, Mode::Reorder, Dispatch::Rolling),
+        (12, Mode::NoBatch, Dispatch::Rolling),
+        (13, Mode::Batch, Dispatch::Barrier),
+    ] {
         let stop = Arc::new(AtomicBool::new(false));
         let killer = kill_backends(url.clone(), Duration::from_millis(60), Arc::clone(&stop));
-        let what = format!("{} with killed connections (seed {seed})", mode.name());
+        let what = format!("{} {} with killed connections (seed {seed})", mode.name(), dispatch.name());
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
+        config.dispatch = dispatch;
         config.session.synchronous_commit = Some(true);
         let result = run(&config, seed, 2_000);
         stop.store(true, Ordering::Relaxed);

@@ -11,7 +11,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::{RunInfo, RunResult};
 use ordo_pgtier::run::RECONNECT_TIMEOUT_MS_DEFAULT;
-use ordo_pgtier::{Cluster, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
+use ordo_pgtier::{Cluster, Dispatch, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
 use ordo_reorder::{FvsConfig, Policy};
 
 use super::{BenchArgs, Options, Planned};
@@ -44,6 +44,20 @@ pub struct PgBenchArgs {
     /// on or off: set synchronous_commit for ordo's sessions (default: the server's setting).
     #[arg(long)]
     pub synchronous_commit: Option<String>,
+    /// batch and reorder: barrier (send a batch, wait for all of it) or rolling (keep the
+    /// connections' queues fed while earlier batches run); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "rolling")]
+    pub pg_dispatch: Vec<String>,
+    /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long (µs).
+    #[arg(long, default_value_t = 1000)]
+    pub pg_batch_wait_us: u64,
+    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size).
+    #[arg(long, default_value_t = 0)]
+    pub pg_clients: usize,
+    /// Rolling dispatch in reorder mode: on (send a planned queue to the connection already
+    /// running transactions that write its keys) or off (to the shortest backlog); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "on")]
+    pub pg_affinity: Vec<String>,
     /// How long a broken connection may take to come back (ms) before the run fails.
     #[arg(long, default_value_t = RECONNECT_TIMEOUT_MS_DEFAULT)]
     pub reconnect_timeout_ms: u64,
@@ -86,6 +100,20 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         .iter()
         .map(|s| s.parse::<Procedures>().map_err(|e| anyhow::anyhow!("--procedures {e}")))
         .collect::<Result<_>>()?;
+    let dispatches: Vec<Dispatch> = p
+        .pg_dispatch
+        .iter()
+        .map(|s| s.parse::<Dispatch>().map_err(|e| anyhow::anyhow!("--pg-dispatch {e}")))
+        .collect::<Result<_>>()?;
+    let affinities: Vec<bool> = p
+        .pg_affinity
+        .iter()
+        .map(|s| match s.as_str() {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            other => Err(anyhow::anyhow!("--pg-affinity `{other}`: expected on or off")),
+        })
+        .collect::<Result<_>>()?;
     for (flag, values) in
         [("--connections", &p.connections), ("--pg-batch", &p.pg_batch), ("--pipeline-depth", &p.pipeline_depth)]
     {
@@ -126,41 +154,77 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 for &batch_size in &p.pg_batch {
                     for &pipeline_depth in &p.pipeline_depth {
                         for &procedure in &procedures {
-                            let config = TierConfig {
-                                session: SessionConfig { url: url.clone(), isolation, synchronous_commit },
-                                mode,
-                                connections,
-                                batch_size,
-                                pipeline_depth,
-                                procedures: procedure,
-                                reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
-                                reconnect_timeout_ms: p.reconnect_timeout_ms,
-                                load: true,
-                            };
-                            config.validate()?;
-                            let batches = mode != Mode::NoBatch;
-                            let depth = config.effective_pipeline_depth();
-                            let key =
-                                (theta.to_bits(), mode, connections, batches.then_some(batch_size), depth, procedure);
-                            if seen.contains(&key) {
-                                continue;
+                            for &dispatch in &dispatches {
+                                for &affinity in &affinities {
+                                    let config = TierConfig {
+                                        session: SessionConfig { url: url.clone(), isolation, synchronous_commit },
+                                        mode,
+                                        connections,
+                                        batch_size,
+                                        pipeline_depth,
+                                        procedures: procedure,
+                                        reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
+                                        reconnect_timeout_ms: p.reconnect_timeout_ms,
+                                        load: true,
+                                        dispatch,
+                                        batch_wait_us_max: p.pg_batch_wait_us,
+                                        clients: p.pg_clients,
+                                        affinity,
+                                    };
+                                    config.validate()?;
+                                    let batches = mode != Mode::NoBatch;
+                                    let depth = config.effective_pipeline_depth();
+                                    let key = (
+                                        theta.to_bits(),
+                                        mode,
+                                        connections,
+                                        batches.then_some(batch_size),
+                                        depth,
+                                        procedure,
+                                        batches.then_some(dispatch),
+                                        (mode == Mode::Reorder && dispatch == Dispatch::Rolling).then_some(affinity),
+                                    );
+                                    if seen.contains(&key) {
+                                        continue;
+                                    }
+                                    seen.push(key);
+                                    let mut label = vec![("mode".to_owned(), mode.name().to_owned())];
+                                    if args.theta.len() > 1 {
+                                        label.push(("theta".into(), format!("{theta}")));
+                                    }
+                                    label.push(("conns".into(), connections.to_string()));
+                                    if p.pg_batch.len() > 1 {
+                                        label.push((
+                                            "batch".into(),
+                                            if batches { batch_size.to_string() } else { "-".into() },
+                                        ));
+                                    }
+                                    if p.pipeline_depth.len() > 1 {
+                                        label.push(("depth".into(), depth.to_string()));
+                                    }
+                                    if procedures.len() > 1 {
+                                        label.push(("procedures".into(), config.procedures.name().into()));
+                                    }
+                                    if dispatches.len() > 1 {
+                                        label.push((
+                                            "dispatch".into(),
+                                            if batches { dispatch.name().into() } else { "-".into() },
+                                        ));
+                                    }
+                                    if affinities.len() > 1 {
+                                        let rolling = mode == Mode::Reorder && dispatch == Dispatch::Rolling;
+                                        label.push((
+                                            "affinity".into(),
+                                            if rolling {
+                                                if affinity { "on" } else { "off" }.into()
+                                            } else {
+                                                "-".into()
+                                            },
+                                        ));
+                                    }
+                                    planned.push(planned_run(args, &workload_args, theta, config, &settings, label));
+                                }
                             }
-                            seen.push(key);
-                            let mut label = vec![("mode".to_owned(), mode.name().to_owned())];
-                            if args.theta.len() > 1 {
-                                label.push(("theta".into(), format!("{theta}")));
-                            }
-                            label.push(("conns".into(), connections.to_string()));
-                            if p.pg_batch.len() > 1 {
-                                label.push(("batch".into(), if batches { batch_size.to_string() } else { "-".into() }));
-                            }
-                            if p.pipeline_depth.len() > 1 {
-                                label.push(("depth".into(), depth.to_string()));
-                            }
-                            if procedures.len() > 1 {
-                                label.push(("procedures".into(), config.procedures.name().into()));
-                            }
-                            planned.push(planned_run(args, &workload_args, theta, config, &settings, label));
                         }
                     }
                 }
@@ -188,6 +252,14 @@ fn planned_run(
     knobs.insert("procedures".into(), config.procedures.name().into());
     knobs.insert("isolation".into(), config.session.isolation.name().into());
     knobs.insert("algorithm".into(), config.reorder.label().into());
+    if config.mode != Mode::NoBatch {
+        knobs.insert("dispatch".into(), config.dispatch.name().into());
+        if config.dispatch == Dispatch::Rolling {
+            knobs.insert("batch_wait_us".into(), config.batch_wait_us_max.into());
+            knobs.insert("clients".into(), config.effective_clients().into());
+            knobs.insert("affinity".into(), (config.affinity && config.mode == Mode::Reorder).into());
+        }
+    }
     knobs.insert("url".into(), ordo_pgtier::connection::redact(&config.session.url).into());
     for (name, value) in settings {
         knobs.insert(name.clone(), value.clone().into());
