@@ -68,7 +68,8 @@ fn history_feeds_the_checker() {
 
 #[test]
 fn bad_flags_fail_clearly() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        (&["--mode", "srvc"], "takes --protocol"),
         (&["--protocol", "occ"], "unknown protocol `occ`"),
         (&["--protocol", "reorder+serial"], "reorder runs over a concurrent protocol"),
         (&["--threads", "0"], "threads"),
@@ -88,5 +89,10 @@ fn bad_flags_fail_clearly() {
             .stderr(contains(expected))
             .stderr(contains("panicked").not());
     }
-    ordo().args(["bench", "--engine", "threadz"]).args(SHORT).assert().code(1).stderr(contains("pipeline or threads"));
+    ordo()
+        .args(["bench", "--engine", "threadz"])
+        .args(SHORT)
+        .assert()
+        .code(1)
+        .stderr(contains("expected pipeline, threads or pg"));
 }

@@ -33,8 +33,9 @@ pub struct BenchArgs {
     /// Zipf skew of key choice, in [0, 1); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0.8")]
     pub theta: Vec<f64>,
-    /// pipeline: base, batch, sr, vc, srvc; pg: nobatch, batch, reorder (default reorder); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "srvc")]
+    /// pipeline: base, batch, sr, vc, srvc (default srvc); pg: nobatch, batch, reorder (default
+    /// reorder); a list sweeps. The threads engine picks its protocol with --protocol instead.
+    #[arg(long, value_delimiter = ',')]
     pub mode: Vec<String>,
     /// Measured seconds per run.
     #[arg(long, default_value_t = 10.0)]

@@ -63,24 +63,17 @@ pub struct PgBenchArgs {
     pub reconnect_timeout_ms: u64,
 }
 
-/// Whether `flag` was given on the command line (to tell a default from an explicit value).
-fn given(flag: &str) -> bool {
-    std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-}
-
 pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     let p = &args.pg;
     if args.history.is_some() || args.verify {
         bail!("--history and --verify are for the in-memory engines; the pg engine audits the bank after every run");
     }
     let mut workload_args = args.workload.clone();
-    if workload_args.workload == "micro" && !given("--workload") {
-        workload_args.workload = "smallbank".into();
+    let workload = workload_args.workload.get_or_insert_with(|| "smallbank".into());
+    if workload != "smallbank" {
+        bail!("--engine pg runs smallbank, not `{workload}`");
     }
-    if workload_args.workload != "smallbank" {
-        bail!("--engine pg runs smallbank, not `{}`", workload_args.workload);
-    }
-    let modes: Vec<Mode> = if args.mode == ["srvc"] && !given("--mode") {
+    let modes: Vec<Mode> = if args.mode.is_empty() {
         vec![Mode::Reorder]
     } else {
         args.mode
@@ -266,7 +259,7 @@ fn planned_run(
     }
     let info = RunInfo {
         engine: "pg".into(),
-        workload: workload_args.workload.clone(),
+        workload: workload_args.name().to_owned(),
         mode: config.mode.name().into(),
         theta,
         seed: args.seed,

@@ -68,7 +68,11 @@ pub struct PipelineArgs {
 pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     let p = &args.pipeline;
     let placement: Placement = p.placement.parse()?;
-    let modes: Vec<Mode> = args.mode.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
+    let modes: Vec<Mode> = if args.mode.is_empty() {
+        vec![Mode::Srvc]
+    } else {
+        args.mode.iter().map(|m| m.parse()).collect::<Result<_, _>>()?
+    };
     let mut reorders = Vec::new();
     for algorithm in &p.algorithm {
         for policy in &p.policy {
@@ -198,7 +202,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     knobs.insert("threads".into(), config.placement.threads.len().into());
     let info = RunInfo {
         engine: "pipeline".into(),
-        workload: args.workload.workload.clone(),
+        workload: args.workload.name().to_owned(),
         mode: config.mode.name().into(),
         theta,
         seed: args.seed,

@@ -2,8 +2,8 @@
 //!
 //! `--protocol` picks the concurrency control, a list sweeps: `silo`, `tictoc`, `no_wait`,
 //! `wait_die`, `mvcc_si`, `ssi`, `serial`, and `reorder` (thread-aware batch assignment before
-//! execution, over Silo) or `reorder+<protocol>` over another protocol. `--mode` is the
-//! pipeline's and is ignored here. `serial` always runs one thread, so in a `--threads` sweep
+//! execution, over Silo) or `reorder+<protocol>` over another protocol. `--mode` belongs
+//! to the pipeline and pg engines and is refused here. `serial` always runs one thread, so in a `--threads` sweep
 //! it runs once.
 
 use std::collections::BTreeMap;
@@ -49,6 +49,11 @@ fn parse_protocol(name: &str) -> Result<(ProtocolKind, bool)> {
 
 pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     let t = &args.threads;
+    if !args.mode.is_empty() {
+        bail!(
+            "--mode is for the pipeline and pg engines; the threads engine takes --protocol (e.g. --protocol silo,reorder)"
+        );
+    }
     if t.protocol.is_empty() || t.threads.is_empty() {
         bail!("--protocol and --threads need at least one value");
     }
@@ -105,7 +110,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     }
     let info = RunInfo {
         engine: "threads".into(),
-        workload: args.workload.workload.clone(),
+        workload: args.workload.name().to_owned(),
         mode: config.label(),
         theta,
         seed: args.seed,

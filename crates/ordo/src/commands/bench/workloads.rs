@@ -10,9 +10,10 @@ use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, Wr
 /// Workload knobs shared by every engine.
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
-    /// Workload: micro (the paper's micro-benchmark), smallbank or ycsb.
-    #[arg(long, default_value = "micro")]
-    pub workload: String,
+    /// Workload: micro (the paper's micro-benchmark), smallbank or ycsb; default micro
+    /// (smallbank for the pg engine).
+    #[arg(long)]
+    pub workload: Option<String>,
     /// Keys (micro) or customers (smallbank); default 100000.
     #[arg(long)]
     pub keys: Option<u64>,
@@ -52,9 +53,16 @@ pub struct WorkloadArgs {
 pub const KEYS_DEFAULT: u64 = 100_000;
 
 impl WorkloadArgs {
+    /// The workload's name: `--workload`, or micro when not given.
+    pub fn name(&self) -> &str {
+        self.workload.as_deref().unwrap_or("micro")
+    }
+}
+
+impl WorkloadArgs {
     pub fn build(&self, theta: f64, seed: u64) -> Result<Arc<dyn Workload>> {
         let keys = self.keys.unwrap_or(KEYS_DEFAULT);
-        Ok(match self.workload.as_str() {
+        Ok(match self.name() {
             "micro" => Arc::new(Micro::new(MicroConfig {
                 keys,
                 theta,
@@ -103,7 +111,7 @@ impl WorkloadArgs {
 
     /// Knobs worth recording with a result.
     pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
-        if self.workload == "ycsb" {
+        if self.name() == "ycsb" {
             return vec![
                 ("records", self.records.into()),
                 ("ops", self.ops.into()),
@@ -114,7 +122,7 @@ impl WorkloadArgs {
             ];
         }
         let mut knobs = vec![("keys", self.keys.unwrap_or(KEYS_DEFAULT).into())];
-        match self.workload.as_str() {
+        match self.name() {
             "micro" => {
                 knobs.push(("reads", self.reads.into()));
                 knobs.push(("writes", self.writes.into()));

@@ -26,7 +26,8 @@ use ordo_figures::{ExperimentReport, Report};
 
 #[derive(Debug, Args)]
 pub struct FiguresArgs {
-    /// Experiment: fvs, greedy, modes, batch-size, smallbank, policies, reorder-workers, or all.
+    /// Experiment: fvs, greedy, modes, batch-size, smallbank, policies, threads, postgres,
+    /// reorder-workers, or all.
     pub name: String,
     /// A first look: short runs, every experiment in under ten minutes on two cores.
     #[arg(long)]
