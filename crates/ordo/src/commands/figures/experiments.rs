@@ -646,7 +646,23 @@ fn pg_mode_name(mode: &str) -> String {
     }
 }
 
+/// Stops the local cluster when dropped, if the experiment is what started it.
+struct StopIfStarted(Option<ordo_pgtier::Cluster>);
+
+impl Drop for StopIfStarted {
+    fn drop(&mut self) {
+        if let Some(cluster) = self.0.take()
+            && let Err(error) = cluster.stop()
+        {
+            eprintln!("warning: could not stop the local PostgreSQL: {error:#}");
+        }
+    }
+}
+
 fn postgres(ctx: &Context) -> Result<ExperimentReport> {
+    // The sweep starts the local cluster of `ordo pg start` if none runs; leave things as found.
+    let cluster = ordo_pgtier::Cluster::default_local();
+    let _stop = StopIfStarted((!cluster.running().unwrap_or(true)).then_some(cluster));
     let (results, command) = bench(
         ctx,
         "postgres",
