@@ -11,6 +11,8 @@ mod pipeline;
 mod threads;
 pub mod workloads;
 
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -88,6 +90,53 @@ pub struct Planned {
 
 /// Runs one configuration once with the given seed, updating the progress bar.
 pub type RunFn = Box<dyn Fn(&Options, u64, &ProgressBar) -> Result<RunResult>>;
+
+impl BenchArgs {
+    /// The description of one configuration of an engine's sweep (`config`: its knobs).
+    pub fn run_info(
+        &self,
+        engine: &str,
+        workload: &str,
+        mode: String,
+        theta: f64,
+        config: BTreeMap<String, serde_json::Value>,
+    ) -> RunInfo {
+        RunInfo {
+            engine: engine.into(),
+            workload: workload.into(),
+            mode,
+            theta,
+            seed: self.seed,
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            config,
+        }
+    }
+}
+
+/// Shows a running benchmark on its progress bar: elapsed time as the position (ms), and the
+/// rate of finished transactions since the last update as the message (updated at most every
+/// half second, so the number is readable).
+pub struct RateMeter<'a> {
+    bar: &'a ProgressBar,
+    last: Cell<(f64, u64)>,
+}
+
+impl<'a> RateMeter<'a> {
+    pub fn new(bar: &'a ProgressBar) -> Self {
+        RateMeter { bar, last: Cell::new((0.0, 0)) }
+    }
+
+    pub fn update(&self, elapsed_s: f64, finished: u64) {
+        self.bar.set_position((elapsed_s * 1000.0) as u64);
+        let (last_s, last_finished) = self.last.get();
+        if elapsed_s - last_s >= 0.5 {
+            let rate = finished.saturating_sub(last_finished) as f64 / (elapsed_s - last_s);
+            self.bar.set_message(format!("{rate:.0} tx/s"));
+            self.last.set((elapsed_s, finished));
+        }
+    }
+}
 
 /// What every run needs from the command line.
 #[derive(Debug, Clone)]

@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
-use ordo_harness::{RunInfo, RunResult};
+use ordo_harness::RunResult;
 use ordo_pgtier::run::RECONNECT_TIMEOUT_MS_DEFAULT;
 use ordo_pgtier::{Cluster, Dispatch, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
 use ordo_reorder::{FvsConfig, Policy};
 
-use super::{BenchArgs, Options, Planned};
+use super::{BenchArgs, Options, Planned, RateMeter};
 
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "PostgreSQL engine (--engine pg; modes nobatch, batch, reorder)")]
@@ -257,16 +257,7 @@ fn planned_run(
     for (name, value) in settings {
         knobs.insert(name.clone(), value.clone().into());
     }
-    let info = RunInfo {
-        engine: "pg".into(),
-        workload: workload_args.name().to_owned(),
-        mode: config.mode.name().into(),
-        theta,
-        seed: args.seed,
-        duration_s: args.duration,
-        warmup_s: args.warmup,
-        config: knobs,
-    };
+    let info = args.run_info("pg", workload_args.name(), config.mode.name().into(), theta, knobs);
     let workload_args = workload_args.clone();
     Planned {
         info: info.clone(),
@@ -280,15 +271,9 @@ fn planned_run(
                 cooldown: Duration::from_secs_f64(options.cooldown_s),
                 record_ledger: false,
             };
-            let last = std::cell::Cell::new((0.0, 0u64));
+            let meter = RateMeter::new(bar);
             let report = run_blocking(&config, workload.as_ref(), &spec, &|elapsed_s, finished| {
-                bar.set_position((elapsed_s * 1000.0) as u64);
-                let (last_s, last_finished) = last.get();
-                if elapsed_s - last_s >= 1.0 {
-                    let rate = (finished - last_finished) as f64 / (elapsed_s - last_s);
-                    bar.set_message(format!("{rate:.0} tx/s"));
-                    last.set((elapsed_s, finished));
-                }
+                meter.update(elapsed_s, finished);
             })?;
             let recorder = &report.recorder;
             let attempts = (recorder.commits() + recorder.total_aborts()).max(1) as f64;

@@ -6,13 +6,13 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
-use ordo_harness::{RunInfo, RunResult};
+use ordo_harness::RunResult;
 use ordo_history::HistoryWriter;
 use ordo_pipeline::replay::check_serial_replay;
 use ordo_pipeline::{Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, run_threaded};
 use ordo_reorder::{FvsConfig, Policy, SEARCH_NODE_BUDGET_DEFAULT};
 
-use super::{BenchArgs, Options, Planned};
+use super::{BenchArgs, Options, Planned, RateMeter};
 
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Pipeline engine")]
@@ -200,16 +200,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     knobs.insert("placement".into(), config.placement.to_string().into());
 
     knobs.insert("threads".into(), config.placement.threads.len().into());
-    let info = RunInfo {
-        engine: "pipeline".into(),
-        workload: args.workload.name().to_owned(),
-        mode: config.mode.name().into(),
-        theta,
-        seed: args.seed,
-        duration_s: args.duration,
-        warmup_s: args.warmup,
-        config: knobs,
-    };
+    let info = args.run_info("pipeline", args.workload.name(), config.mode.name().into(), theta, knobs);
     let workload_args = args.workload.clone();
     Planned {
         info: info.clone(),
@@ -224,13 +215,9 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
                 record_history: options.history.is_some() || options.verify,
                 drain: options.verify,
             };
-            let mut last = (0.0, 0u64);
-            let report = run_threaded(&config, &workload, &run, |elapsed_s, finished| {
-                bar.set_position((elapsed_s * 1000.0) as u64);
-                let rate = (finished - last.1) as f64 / (elapsed_s - last.0).max(1e-3);
-                bar.set_message(format!("{rate:.0} tx/s"));
-                last = (elapsed_s, finished);
-            })?;
+            let meter = RateMeter::new(bar);
+            let report =
+                run_threaded(&config, &workload, &run, |elapsed_s, finished| meter.update(elapsed_s, finished))?;
             if let Some(path) = &options.history {
                 let mut writer = HistoryWriter::create(path)?;
                 for record in &report.history {

@@ -12,11 +12,11 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use indicatif::ProgressBar;
-use ordo_harness::{RunInfo, RunResult};
+use ordo_harness::RunResult;
 use ordo_history::HistoryWriter;
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 
-use super::{BenchArgs, Options, Planned};
+use super::{BenchArgs, Options, Planned, RateMeter};
 
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Threads engine")]
@@ -108,16 +108,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     if matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi) {
         knobs.insert("versions".into(), config.versions.into());
     }
-    let info = RunInfo {
-        engine: "threads".into(),
-        workload: args.workload.name().to_owned(),
-        mode: config.label(),
-        theta,
-        seed: args.seed,
-        duration_s: args.duration,
-        warmup_s: args.warmup,
-        config: knobs,
-    };
+    let info = args.run_info("threads", args.workload.name(), config.label(), theta, knobs);
     let workload_args = args.workload.clone();
     Planned {
         info: info.clone(),
@@ -131,14 +122,10 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
                 cooldown: Duration::from_secs_f64(options.cooldown_s),
                 record_history: options.history.is_some() || options.verify,
             };
-            let mut last = (0.0, 0u64);
-            let report = ordo_threads::run(&config, &workload, &spec, |elapsed_s, commits| {
-                bar.set_position((elapsed_s * 1000.0) as u64);
-                let rate = (commits - last.1) as f64 / (elapsed_s - last.0).max(1e-3);
-                bar.set_message(format!("{rate:.0} tx/s"));
-                last = (elapsed_s, commits);
-            })
-            .map_err(|e| anyhow!("{e}"))?;
+            let meter = RateMeter::new(bar);
+            let report =
+                ordo_threads::run(&config, &workload, &spec, |elapsed_s, commits| meter.update(elapsed_s, commits))
+                    .map_err(|e| anyhow!("{e}"))?;
             bar.suspend(|| {
                 eprintln!(
                     "{}: loaded {} keys in {:.2} s on {} thread(s)",
