@@ -32,10 +32,9 @@ pub struct ThreadAssigner {
     /// are live, the rest keep their capacity for later batches.
     lists: Vec<Vec<(u32, bool)>>,
     lists_used: usize,
-    /// Scratch: the keys the transaction being indexed writes.
-    written: Vec<u64>,
-    /// Keys of each transaction (distinct), back to back.
-    keys: Vec<u64>,
+    /// The accessor lists of each transaction's distinct keys, back to back.
+    key_lists: Vec<u32>,
+    /// Where each transaction's entries in `key_lists` start (and, last, where they end).
     key_bounds: Vec<usize>,
     conflicts: Vec<u64>,
     words: usize,
@@ -114,33 +113,14 @@ impl ThreadAssigner {
         self.accessors.clear();
         self.lists[..self.lists_used].iter_mut().for_each(Vec::clear);
         self.lists_used = 0;
-        self.keys.clear();
+        self.key_lists.clear();
         self.key_bounds.clear();
         self.key_bounds.push(0);
         for (txn, footprint) in batch.iter().enumerate() {
-            let start = self.keys.len();
-            for key in footprint.write_keys() {
-                self.keys.push(key);
-            }
-            let writes_end = self.keys.len();
-            for key in footprint.read_keys() {
-                self.keys.push(key);
-            }
-            // Distinct keys, remembering whether each was written.
-            self.written.clear();
-            self.written.extend_from_slice(&self.keys[start..writes_end]);
-            let slice = &mut self.keys[start..];
-            slice.sort_unstable();
-            let mut distinct = 0;
-            for i in 0..slice.len() {
-                if i == 0 || slice[i] != slice[i - 1] {
-                    slice[distinct] = slice[i];
-                    distinct += 1;
-                }
-            }
-            self.keys.truncate(start + distinct);
-            for &key in &self.keys[start..] {
-                let wrote = self.written.contains(&key);
+            let txn = txn as u32;
+            let accesses =
+                footprint.write_keys().map(|key| (key, true)).chain(footprint.read_keys().map(|key| (key, false)));
+            for (key, wrote) in accesses {
                 let next = self.lists_used as u32;
                 let list = *self.accessors.entry(key).or_insert(next);
                 if list == next {
@@ -149,9 +129,18 @@ impl ThreadAssigner {
                         self.lists.push(Vec::new());
                     }
                 }
-                self.lists[list as usize].push((txn as u32, wrote));
+                // A transaction's entries in a list are adjacent (transactions are indexed one
+                // at a time), so a repeated key only updates whether it was written.
+                let accessors = &mut self.lists[list as usize];
+                match accessors.last_mut() {
+                    Some((last, last_wrote)) if *last == txn => *last_wrote |= wrote,
+                    _ => {
+                        accessors.push((txn, wrote));
+                        self.key_lists.push(list);
+                    }
+                }
             }
-            self.key_bounds.push(self.keys.len());
+            self.key_bounds.push(self.key_lists.len());
         }
         self.conflicts.clear();
         self.conflicts.resize(n * self.words, 0);
@@ -186,8 +175,8 @@ impl ThreadAssigner {
             self.conflicts_with_thread[u] += 1;
             self.conflicts_with_rest[u] -= 1;
         }
-        for &key in &self.keys[self.key_bounds[v]..self.key_bounds[v + 1]] {
-            for &(u, _) in &self.lists[self.accessors[&key] as usize] {
+        for &list in &self.key_lists[self.key_bounds[v]..self.key_bounds[v + 1]] {
+            for &(u, _) in &self.lists[list as usize] {
                 if bitset::contains(&self.unassigned, u as usize) {
                     self.shared_with_thread[u as usize] += 1;
                 }

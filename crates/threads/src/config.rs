@@ -86,6 +86,9 @@ pub struct EngineConfig {
     pub payload_bytes: usize,
     /// Versions kept per record by the MVCC protocols.
     pub versions: usize,
+    /// Prefetch a transaction's whole footprint (known from its parameters) when it starts,
+    /// so its cache misses overlap. Not part of any protocol's paper: off by default.
+    pub prefetch: bool,
 }
 
 impl Default for EngineConfig {
@@ -97,6 +100,7 @@ impl Default for EngineConfig {
             batch: 0,
             payload_bytes: 100,
             versions: VERSIONS_DEFAULT,
+            prefetch: false,
         }
     }
 }

@@ -130,6 +130,8 @@ struct Shared<'a, P: Protocol> {
     stop: AtomicBool,
     commits: Vec<CachePadded<AtomicU64>>,
     threads: usize,
+    /// Prefetch each transaction's footprint when it starts.
+    prefetch: bool,
     batch: Option<BatchFront>,
 }
 
@@ -156,6 +158,7 @@ fn drive<P: Protocol>(
         stop: AtomicBool::new(false),
         commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
         threads,
+        prefetch: config.prefetch,
         batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch())),
     };
     let total = spec.warmup + spec.duration + spec.cooldown;
@@ -257,10 +260,15 @@ impl<P: Protocol> WorkerState<P> {
     /// Runs `txn` until it commits or the procedure gives up (or the run is stopping).
     fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant) {
         let protocol = shared.protocol;
-        if P::UPDATE_HINTS {
+        if P::UPDATE_HINTS || shared.prefetch {
             self.exec.footprint_reads.clear();
             self.exec.update_keys.clear();
             shared.workload.footprint(txn, &mut self.exec.footprint_reads, &mut self.exec.update_keys);
+        }
+        if shared.prefetch {
+            // Every key the transaction will touch, requested at once: the cache misses of a
+            // large table overlap instead of stalling one after another.
+            self.exec.footprint_reads.iter().chain(&self.exec.update_keys).for_each(|&key| protocol.prefetch(key));
         }
         let mut restarts = 0u32;
         loop {

@@ -50,7 +50,7 @@ use ordo_workload::{Key, Value, Workload};
 use parking_lot::Mutex;
 
 use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
-use crate::store::{LINE_WORDS, Line, allocate_lines, parallel_for, payload_word, payload_words};
+use crate::store::{LINE_WORDS, Line, allocate_lines, parallel_for, payload_word, payload_words, prefetch};
 
 /// Versions kept per record unless configured otherwise.
 pub const VERSIONS_DEFAULT: usize = 4;
@@ -265,6 +265,13 @@ impl Protocol for Mvcc {
         worker.writes.clear();
         worker.locked = 0;
         worker.recording.clear();
+    }
+
+    #[inline]
+    fn prefetch(&self, key: Key) {
+        prefetch(self.head(key));
+        let first = key as usize * self.stride / LINE_WORDS;
+        self.lines[first..first + self.stride / LINE_WORDS].iter().for_each(prefetch);
     }
 
     fn read(&self, worker: &mut MvccWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {

@@ -44,6 +44,10 @@ pub trait Protocol: Send + Sync {
     /// Starts an attempt; `restart` when the previous attempt of the same transaction aborted.
     fn begin(&self, worker: &mut Self::Worker, restart: bool);
 
+    /// Hints that `key` will be accessed soon (prefetches its record); no effect on semantics.
+    #[inline]
+    fn prefetch(&self, _key: Key) {}
+
     /// Reads `key` (and copies its payload); `for_update` when the transaction will write it.
     fn read(&self, worker: &mut Self::Worker, key: Key, for_update: bool) -> Result<Value, Abort>;
 

@@ -49,6 +49,11 @@ impl Protocol for Serial {
     }
 
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.table.prefetch(key);
+    }
+
+    #[inline]
     fn read(&self, worker: &mut SerialWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);

@@ -52,6 +52,22 @@ pub(crate) fn allocate_lines(lines: usize) -> Vec<Line> {
     std::iter::repeat_with(Line::default).take(lines).collect()
 }
 
+/// Asks the CPU to start loading the cache line holding `item` (a hint: it reads and writes
+/// no memory; a no-op on targets without a prefetch instruction).
+#[inline]
+pub(crate) fn prefetch<T>(item: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch has no effect on
+    // memory, and the address is that of a live reference.
+    #[allow(unsafe_code)]
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(item).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
+}
+
 /// Runs `init(key)` for every key of `0..keys` on up to `threads` threads.
 pub(crate) fn parallel_for(keys: u64, threads: usize, init: impl Fn(Key) + Sync) {
     let threads = threads.clamp(1, 64) as u64;
@@ -105,6 +121,13 @@ impl Table {
     fn word(&self, key: Key, offset: usize) -> &AtomicU64 {
         let index = key as usize * self.stride + offset;
         &self.lines[index / LINE_WORDS].0[index % LINE_WORDS]
+    }
+
+    /// Starts loading `key`'s record into the cache (see [`prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, key: Key) {
+        let first = key as usize * self.stride / LINE_WORDS;
+        self.lines[first..first + self.stride / LINE_WORDS].iter().for_each(prefetch);
     }
 
     /// The protocol's word of `key`.

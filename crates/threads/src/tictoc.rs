@@ -103,6 +103,11 @@ impl Protocol for TicToc {
     }
 
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.table.prefetch(key);
+    }
+
+    #[inline]
     fn read(&self, worker: &mut TicTocWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);

@@ -177,6 +177,11 @@ impl Protocol for TwoPhaseLocking {
     }
 
     #[inline]
+    fn prefetch(&self, key: Key) {
+        self.table.prefetch(key);
+    }
+
+    #[inline]
     fn read(&self, worker: &mut TwoPhaseWorker, key: Key, for_update: bool) -> Result<Value, Abort> {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);

@@ -34,6 +34,10 @@ pub struct ThreadsArgs {
     /// mvcc_si, ssi: versions kept per record.
     #[arg(long, default_value_t = VERSIONS_DEFAULT)]
     pub versions: usize,
+    /// Prefetch each transaction's footprint when it starts (on/off; a list sweeps). Off by
+    /// default: no protocol's paper does it.
+    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
+    pub prefetch: Vec<bool>,
 }
 
 /// Parses one `--protocol` entry into (protocol, reorder).
@@ -54,8 +58,8 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             "--mode is for the pipeline and pg engines; the threads engine takes --protocol (e.g. --protocol silo,reorder)"
         );
     }
-    if t.protocol.is_empty() || t.threads.is_empty() {
-        bail!("--protocol and --threads need at least one value");
+    if t.protocol.is_empty() || t.threads.is_empty() || t.prefetch.is_empty() {
+        bail!("--protocol, --threads and --prefetch need at least one value");
     }
     let protocols: Vec<(ProtocolKind, bool)> =
         t.protocol.iter().map(|p| parse_protocol(p.trim())).collect::<Result<_>>()?;
@@ -67,7 +71,8 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     for &theta in &args.theta {
         args.workload.build(theta, args.seed)?;
         for &(protocol, reorder) in &protocols {
-            for &threads in &t.threads {
+            for (&threads, &prefetch) in t.threads.iter().flat_map(|t| std::iter::repeat(t).zip(&args.threads.prefetch))
+            {
                 let config = EngineConfig {
                     protocol,
                     reorder,
@@ -75,9 +80,10 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                     batch: t.batch,
                     payload_bytes: args.workload.payload_bytes,
                     versions: t.versions,
+                    prefetch,
                 };
                 config.validate().map_err(|e| anyhow!("{e}"))?;
-                let key = (theta.to_bits(), config.label(), config.effective_threads());
+                let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch);
                 if seen.contains(&key) {
                     continue;
                 }
@@ -85,6 +91,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 let mut label = vec![("protocol".to_owned(), config.label()), ("theta".to_owned(), format!("{theta}"))];
                 if t.threads.len() > 1 {
                     label.push(("threads".into(), config.effective_threads().to_string()));
+                }
+                if t.prefetch.len() > 1 {
+                    label.push(("prefetch".into(), if prefetch { "on" } else { "off" }.into()));
                 }
                 planned.push(planned_run(args, theta, config, label));
             }
@@ -102,6 +111,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     knobs.insert("reorder".into(), config.reorder.into());
     knobs.insert("threads".into(), config.effective_threads().into());
     knobs.insert("payload_bytes".into(), config.payload_bytes.into());
+    knobs.insert("prefetch".into(), config.prefetch.into());
     if config.reorder {
         knobs.insert("batch".into(), config.effective_batch().into());
     }
