@@ -202,6 +202,8 @@ struct Exec {
     writes: Vec<(Key, Value)>,
     footprint_reads: Vec<Key>,
     update_keys: Vec<Key>,
+    prefetch_reads: Vec<Key>,
+    prefetch_writes: Vec<Key>,
 }
 
 /// How an attempt ended.
@@ -254,21 +256,39 @@ struct WorkerState<P: Protocol> {
     recorder: Recorder,
     exec: Exec,
     committed: u64,
+    /// The transaction about to run had its footprint requested already.
+    next_prefetched: bool,
 }
 
 impl<P: Protocol> WorkerState<P> {
-    /// Runs `txn` until it commits or the procedure gives up (or the run is stopping).
-    fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant) {
+    /// Requests every record `txn` will touch, at once: the cache misses of a large table then
+    /// overlap instead of stalling one after another.
+    fn prefetch(&mut self, shared: &Shared<'_, P>, txn: &Txn) {
+        let (reads, writes) = (&mut self.exec.prefetch_reads, &mut self.exec.prefetch_writes);
+        reads.clear();
+        writes.clear();
+        shared.workload.footprint(txn, reads, writes);
+        reads.iter().chain(writes.iter()).for_each(|&key| shared.protocol.prefetch(key));
+    }
+
+    /// Runs `txn` until it commits or the procedure gives up (or the run is stopping). With
+    /// prefetching on, `next` (the transaction this worker runs after it, when known) has its
+    /// footprint requested now, so its misses overlap with this transaction's work.
+    fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant, next: Option<&Txn>) {
         let protocol = shared.protocol;
-        if P::UPDATE_HINTS || shared.prefetch {
+        if P::UPDATE_HINTS {
             self.exec.footprint_reads.clear();
             self.exec.update_keys.clear();
             shared.workload.footprint(txn, &mut self.exec.footprint_reads, &mut self.exec.update_keys);
         }
         if shared.prefetch {
-            // Every key the transaction will touch, requested at once: the cache misses of a
-            // large table overlap instead of stalling one after another.
-            self.exec.footprint_reads.iter().chain(&self.exec.update_keys).for_each(|&key| protocol.prefetch(key));
+            if !std::mem::take(&mut self.next_prefetched) {
+                self.prefetch(shared, txn);
+            }
+            if let Some(next) = next {
+                self.prefetch(shared, next);
+                self.next_prefetched = true;
+            }
         }
         let mut restarts = 0u32;
         loop {
@@ -313,13 +333,18 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<H
         recorder: Recorder::new(shared.window),
         exec: Exec::default(),
         committed: 0,
+        next_prefetched: false,
     };
     match &shared.batch {
         None => {
-            let mut txn = Txn::default();
+            // The next transaction is generated before the current one runs, so prefetching can
+            // look one transaction ahead, as it does within a reorder share.
+            let (mut txn, mut next) = (Txn::default(), Txn::default());
+            shared.workload.generate(&mut state.rng, &mut next);
             while !shared.stop.load(Ordering::Relaxed) {
-                shared.workload.generate(&mut state.rng, &mut txn);
-                state.run_transaction(shared, &txn, Instant::now());
+                std::mem::swap(&mut txn, &mut next);
+                shared.workload.generate(&mut state.rng, &mut next);
+                state.run_transaction(shared, &txn, Instant::now(), Some(&next));
             }
         }
         Some(front) => front.work(shared, &mut state),
@@ -374,12 +399,14 @@ impl BatchFront {
         let mut spin = crate::protocol::Spin::default();
         while !shared.stop.load(Ordering::Relaxed) {
             if let Some(mut share) = self.queues[state.index].pop() {
-                for (txn, entered) in share.drain(..) {
-                    state.run_transaction(shared, &txn, entered);
+                let mut txns = share.drain(..).peekable();
+                while let Some((txn, entered)) = txns.next() {
+                    state.run_transaction(shared, &txn, entered, txns.peek().map(|(next, _)| next));
                     if builder.spare_txns.len() < SPARE_TXNS_MAX {
                         builder.spare_txns.push(txn);
                     }
                 }
+                drop(txns);
                 builder.spare_shares.push(share);
                 continue;
             }
