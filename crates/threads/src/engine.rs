@@ -362,8 +362,9 @@ type Queued = (Txn, Instant);
 /// that thread's queue. Every worker builds with its own generator and scratch space, so
 /// building runs in parallel like generation does in direct mode. A worker does not build
 /// while another queue holds more than [`QUEUED_SHARES_MAX`] shares: it takes that queue's
-/// oldest share instead, so threads stay within a few batches of each other (a batch's shares
-/// run side by side, as the assignment assumes) and a descheduled thread stalls nobody.
+/// oldest share instead, so threads stay within a batch of each other (a batch's shares run
+/// side by side, as the assignment assumes), a transaction waits behind at most one share,
+/// and a descheduled thread stalls nobody.
 struct BatchFront {
     batch_size: usize,
     /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
@@ -384,8 +385,9 @@ struct Builder {
 }
 
 /// A worker takes over another thread's oldest share instead of building while that thread
-/// has more than this many shares queued.
-const QUEUED_SHARES_MAX: usize = 2;
+/// has more than this many shares queued. 0 (take any waiting share) measured best: at ycsb
+/// θ = 0.99 on 2 threads, 2 tripled p99 latency (75 µs against 26 µs) for no throughput.
+const QUEUED_SHARES_MAX: usize = 0;
 /// Spent transactions a worker keeps for reuse (their key buffers).
 const SPARE_TXNS_MAX: usize = 256;
 
