@@ -56,6 +56,8 @@ pub struct SessionConfig {
 pub struct Prepared {
     /// Indexed by SmallBank procedure number.
     pub functions: [Statement; 6],
+    /// `sb_group`: several transactions in one call (see `group`).
+    pub group: Statement,
     pub read_account: Statement,
     pub read_savings: Statement,
     pub read_checking: Statement,
@@ -63,6 +65,8 @@ pub struct Prepared {
     pub write_checking: Statement,
     pub record_txn: Statement,
     pub lookup_txn: Statement,
+    /// The `ordo_txn` rows of several ids (an in-doubt group).
+    pub lookup_txns: Statement,
 }
 
 /// A live connection: the client, its backend's pid (to know when it is gone), and its
@@ -189,6 +193,7 @@ impl Conn {
                 prepare("SELECT sb_transact_savings($1, $2, $3)").await?,
                 prepare("SELECT sb_write_check($1, $2, $3)").await?,
             ],
+            group: prepare("SELECT sb_group($1, $2, $3, $4, $5)").await?,
             read_account: prepare("SELECT custid FROM sb_accounts WHERE name = $1").await?,
             read_savings: prepare("SELECT bal FROM sb_savings WHERE custid = $1").await?,
             read_checking: prepare("SELECT bal FROM sb_checking WHERE custid = $1").await?,
@@ -196,6 +201,7 @@ impl Conn {
             write_checking: prepare("UPDATE sb_checking SET bal = $2 WHERE custid = $1").await?,
             record_txn: prepare("INSERT INTO ordo_txn VALUES ($1, $2)").await?,
             lookup_txn: prepare("SELECT net_cents FROM ordo_txn WHERE id = $1").await?,
+            lookup_txns: prepare("SELECT id, net_cents FROM ordo_txn WHERE id = ANY($1)").await?,
         };
         Ok(Conn { client, backend_pid, prepared })
     }

@@ -62,6 +62,7 @@ pub mod cluster;
 pub mod connection;
 pub mod dispatch;
 mod error;
+pub mod group;
 pub mod run;
 pub mod schema;
 
@@ -70,4 +71,5 @@ pub use cluster::Cluster;
 pub use connection::{Isolation, SessionConfig};
 pub use dispatch::{BatchPlan, Dispatcher, Mode};
 pub use error::{PgError, Result};
+pub use group::{GroupForm, GroupRetry};
 pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};
