@@ -49,6 +49,11 @@ pub struct SessionConfig {
     pub isolation: Isolation,
     /// `Some(on)`: `SET synchronous_commit` for the session; `None`: the server's setting.
     pub synchronous_commit: Option<bool>,
+    /// `Some(ms)`: `SET deadlock_timeout` for the session (a superuser setting: where the
+    /// server refuses, its own value stays, and the run's recorded settings show it); `None`:
+    /// the server's setting (PostgreSQL's default is 1 s, which a deadlock between two groups
+    /// then costs both connections).
+    pub deadlock_timeout_ms: Option<u64>,
 }
 
 /// The statements every connection prepares.
@@ -168,6 +173,13 @@ impl Conn {
             setup.push_str(&format!(" SET synchronous_commit = {};", if on { "on" } else { "off" }));
         }
         client.batch_execute(&setup).await.map_err(|e| PgError::database("setting the session up", e))?;
+        if let Some(ms) = session.deadlock_timeout_ms {
+            match client.batch_execute(&format!("SET deadlock_timeout = '{ms}ms'")).await {
+                Ok(()) => {}
+                Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {}
+                Err(e) => return Err(PgError::database("setting deadlock_timeout", e)),
+            }
+        }
         let backend_pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .await

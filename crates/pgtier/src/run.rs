@@ -38,7 +38,12 @@ use crate::schema;
 /// Pipelined requests per connection in batch and reorder modes (functions only).
 pub const PIPELINE_DEPTH_DEFAULT: usize = 8;
 /// Transactions per server transaction in batch and reorder modes (see `group`).
-pub const GROUP_MAX_DEFAULT: usize = 8;
+pub const GROUP_MAX_DEFAULT: usize = 16;
+/// `deadlock_timeout` of the tier's sessions: waits on row locks under SERIALIZABLE are short
+/// (the holder commits and the waiter fails with 40001) unless two transactions wait on each
+/// other, and a group holds more locks for longer, so a deadlock is found after this long
+/// instead of the server's default second.
+pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 /// The largest group accepted.
 pub const GROUP_MAX_LIMIT: usize = 1000;
 /// Transactions per batch.
@@ -482,6 +487,7 @@ async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String,
         "max_connections",
         "default_transaction_isolation",
         "wal_sync_method",
+        "deadlock_timeout",
     ] {
         let value: String = client
             .query_one(&format!("SHOW {name}"), &[])
@@ -546,7 +552,7 @@ async fn run_batches(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.reorder)
+    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.effective_group_max(), config.reorder)
         .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);
@@ -688,7 +694,7 @@ async fn rolling_tier(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.reorder)
+    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.effective_group_max(), config.reorder)
         .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);

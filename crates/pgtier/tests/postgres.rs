@@ -71,7 +71,12 @@ fn bank(seed: u64) -> SmallBank {
 
 fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -> TierConfig {
     TierConfig {
-        session: SessionConfig { url: url.to_owned(), isolation, synchronous_commit: Some(false) },
+        session: SessionConfig {
+            url: url.to_owned(),
+            isolation,
+            synchronous_commit: Some(false),
+            deadlock_timeout_ms: Some(20),
+        },
         mode,
         connections: 4,
         batch_size: 20,
@@ -214,7 +219,12 @@ fn a_group_keeps_each_transaction_atomic() {
     let url = cluster.url();
     // Load the bank (a short nobatch run), then drive groups by hand.
     run(&config(&url, Mode::NoBatch, Procedures::Functions, Isolation::Serializable), 51, 50).unwrap();
-    let session = SessionConfig { url: url.clone(), isolation: Isolation::Serializable, synchronous_commit: None };
+    let session = SessionConfig {
+        url: url.clone(),
+        isolation: Isolation::Serializable,
+        synchronous_commit: None,
+        deadlock_timeout_ms: None,
+    };
     block_on(async {
         let conn = Conn::open(&session).await.unwrap();
         let other = ordo_pgtier::connection::connect_plain(&url).await.unwrap();

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_pgtier::run::{GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
+use ordo_pgtier::run::{DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
 use ordo_pgtier::{
     Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig,
     run_blocking,
@@ -54,9 +54,9 @@ pub struct PgBenchArgs {
     /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long (µs).
     #[arg(long, default_value_t = 1000)]
     pub pg_batch_wait_us: u64,
-    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size).
-    #[arg(long, default_value_t = 0)]
-    pub pg_clients: usize,
+    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub pg_clients: Vec<usize>,
     /// Rolling dispatch in reorder mode: on (send a planned queue to the connection already
     /// running transactions that write its keys) or off (to the shortest backlog); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "on")]
@@ -66,7 +66,7 @@ pub struct PgBenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub pg_affinity_backlog: Vec<usize>,
     /// batch and reorder: transactions per server transaction (1: off, each its own; default
-    /// 8; nobatch refuses more than 1); a list sweeps.
+    /// 16; nobatch refuses more than 1); a list sweeps.
     #[arg(long, value_delimiter = ',')]
     pub pg_group: Option<Vec<usize>>,
     /// How a group is sent: function (one call of sb_group with arrays) or pipelined (BEGIN,
@@ -77,6 +77,10 @@ pub struct PgBenchArgs {
     /// deadlock: keep, halve or single; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "halve")]
     pub pg_group_retry: Vec<String>,
+    /// deadlock_timeout of ordo's sessions in ms (0: the server's setting; a superuser setting,
+    /// kept at the server's value where refused; results record the value in force).
+    #[arg(long, default_value_t = DEADLOCK_TIMEOUT_MS_DEFAULT)]
+    pub pg_deadlock_timeout_ms: u64,
     /// How long a broken connection may take to come back (ms) before the run fails.
     #[arg(long, default_value_t = RECONNECT_TIMEOUT_MS_DEFAULT)]
     pub reconnect_timeout_ms: u64,
@@ -183,7 +187,12 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     }
 
     let base = TierConfig {
-        session: SessionConfig { url: url.clone(), isolation, synchronous_commit },
+        session: SessionConfig {
+            url: url.clone(),
+            isolation,
+            synchronous_commit,
+            deadlock_timeout_ms: (p.pg_deadlock_timeout_ms > 0).then_some(p.pg_deadlock_timeout_ms),
+        },
         mode: Mode::Reorder,
         connections: 1,
         batch_size: 1,
@@ -194,7 +203,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         load: true,
         dispatch: Dispatch::Rolling,
         batch_wait_us_max: p.pg_batch_wait_us,
-        clients: p.pg_clients,
+        clients: 0,
         affinity: true,
         affinity_backlog_max: 0,
         group_max: 1,
@@ -209,6 +218,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     expand(&mut configs, &p.pipeline_depth, |c, &n| c.pipeline_depth = n);
     expand(&mut configs, &procedures, |c, &procedures| c.procedures = procedures);
     expand(&mut configs, &dispatches, |c, &dispatch| c.dispatch = dispatch);
+    expand(&mut configs, &p.pg_clients, |c, &n| c.clients = n);
     expand(&mut configs, &affinities, |c, &affinity| c.affinity = affinity);
     expand(&mut configs, &p.pg_affinity_backlog, |c, &n| c.affinity_backlog_max = n);
     expand(&mut configs, &groups, |c, &group| {
@@ -236,6 +246,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 config.effective_pipeline_depth(),
                 config.procedures,
                 batches.then_some(config.dispatch),
+                (batches && config.dispatch == Dispatch::Rolling).then_some(config.effective_clients()),
                 rolling_reorder.then_some(config.affinity),
                 (rolling_reorder && config.affinity).then_some(config.affinity_backlog_max),
                 group,
@@ -262,6 +273,10 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             }
             if dispatches.len() > 1 {
                 label.push(("dispatch".into(), if batches { config.dispatch.name().into() } else { dash() }));
+            }
+            if p.pg_clients.len() > 1 {
+                let rolling = batches && config.dispatch == Dispatch::Rolling;
+                label.push(("clients".into(), if rolling { config.effective_clients().to_string() } else { dash() }));
             }
             let on_off = |on: bool| if on { "on" } else { "off" }.to_owned();
             if affinities.len() > 1 {
@@ -377,7 +392,7 @@ fn planned_run(
             bar.suspend(|| {
                 eprintln!(
                     "  {} conns={} group={}: 40001 {:.2}%, 40P01 {:.2}%, deferred {:.2}%, lost {} of attempts; \
-                     in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
+                     groups sent {} (mean {:.1} transactions); in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
                     config.mode.name(),
                     config.connections,
                     config.effective_group_max(),
@@ -385,6 +400,8 @@ fn planned_run(
                     rate(ordo_harness::AbortCause::Deadlock),
                     rate(ordo_harness::AbortCause::Reorder),
                     recorder.aborts(ordo_harness::AbortCause::ConnectionLost),
+                    report.groups_sent,
+                    report.grouped_attempts as f64 / report.groups_sent.max(1) as f64,
                     report.in_doubt_resolved_committed,
                     report.in_doubt_resolved_rolled_back,
                     report.committed_writers,
@@ -396,6 +413,10 @@ fn planned_run(
             }
             let mut info = info.clone();
             info.seed = seed;
+            // The settings in force in the run's sessions (session-level SETs included).
+            for (name, value) in &report.settings {
+                info.config.insert(name.clone(), value.clone().into());
+            }
             Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
         }),
     }
