@@ -6,6 +6,9 @@
 //!  batch   : loop { retries + fresh up to B ─> Dispatcher ─> N queues (pipelined) ─> join }
 //!  reorder : same, and the Dispatcher defers the batch's FVS to the next batch and groups
 //!            conflicting transactions on one connection
+//!  grouped : each connection runs its queue in groups of up to G (one server transaction
+//!            each, see `group`); a group rolled back by 40001/40P01 sends every member back
+//!            to the intake, each counting a failed attempt
 //! ```
 //!
 //! Every transaction gets an id `run_id << 32 | n`. A connection that breaks leaves its
