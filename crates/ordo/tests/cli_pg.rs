@@ -26,6 +26,27 @@ fn bad_pg_input_is_a_clear_error() {
         .assert()
         .failure()
         .stderr(contains("expected serializable or repeatable-read"));
+    // Grouping is for batch and reorder; nobatch runs one transaction at a time.
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "nobatch,reorder", "--pg-group", "8"])
+        .assert()
+        .failure()
+        .stderr(contains("nobatch runs one transaction at a time"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group", "0"])
+        .assert()
+        .failure()
+        .stderr(contains("--pg-group must be at least 1"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group-form", "batched"])
+        .assert()
+        .failure()
+        .stderr(contains("expected pipelined or function"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group-retry", "twice"])
+        .assert()
+        .failure()
+        .stderr(contains("expected keep, halve or single"));
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     ordo()
         .args(["bench", "--engine", "pg", "--url", &format!("postgres://ordo:secret@127.0.0.1:{closed}/postgres")])
@@ -76,6 +97,10 @@ fn start_bench_status_stop() {
         assert_eq!(record["config"]["synchronous_commit"], "on", "results state synchronous_commit");
         assert_eq!(record["config"]["isolation"], "serializable");
         assert!(record["commits"].as_f64().unwrap() > 0.0);
+        // The group size is recorded: nobatch never groups, reorder groups 16 by default.
+        let group = if record["mode"] == "nobatch" { 1 } else { 16 };
+        assert_eq!(record["config"]["group"], group, "results state the group size");
+        assert_eq!(record["config"]["deadlock_timeout"], "20ms", "results state the session's deadlock_timeout");
     }
     ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("1000 customers"));
     ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));

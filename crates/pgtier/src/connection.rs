@@ -49,6 +49,11 @@ pub struct SessionConfig {
     pub isolation: Isolation,
     /// `Some(on)`: `SET synchronous_commit` for the session; `None`: the server's setting.
     pub synchronous_commit: Option<bool>,
+    /// `Some(ms)`: `SET deadlock_timeout` for the session (a superuser setting: where the
+    /// server refuses, its own value stays, and the run's recorded settings show it); `None`:
+    /// the server's setting (PostgreSQL's default is 1 s, which a deadlock between two groups
+    /// then costs both connections).
+    pub deadlock_timeout_ms: Option<u64>,
 }
 
 /// The statements every connection prepares.
@@ -56,6 +61,8 @@ pub struct SessionConfig {
 pub struct Prepared {
     /// Indexed by SmallBank procedure number.
     pub functions: [Statement; 6],
+    /// `sb_group`: several transactions in one call (see `group`).
+    pub group: Statement,
     pub read_account: Statement,
     pub read_savings: Statement,
     pub read_checking: Statement,
@@ -63,6 +70,8 @@ pub struct Prepared {
     pub write_checking: Statement,
     pub record_txn: Statement,
     pub lookup_txn: Statement,
+    /// The `ordo_txn` rows of several ids (an in-doubt group).
+    pub lookup_txns: Statement,
 }
 
 /// A live connection: the client, its backend's pid (to know when it is gone), and its
@@ -164,6 +173,13 @@ impl Conn {
             setup.push_str(&format!(" SET synchronous_commit = {};", if on { "on" } else { "off" }));
         }
         client.batch_execute(&setup).await.map_err(|e| PgError::database("setting the session up", e))?;
+        if let Some(ms) = session.deadlock_timeout_ms {
+            match client.batch_execute(&format!("SET deadlock_timeout = '{ms}ms'")).await {
+                Ok(()) => {}
+                Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {}
+                Err(e) => return Err(PgError::database("setting deadlock_timeout", e)),
+            }
+        }
         let backend_pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .await
@@ -189,6 +205,7 @@ impl Conn {
                 prepare("SELECT sb_transact_savings($1, $2, $3)").await?,
                 prepare("SELECT sb_write_check($1, $2, $3)").await?,
             ],
+            group: prepare("SELECT sb_group($1, $2, $3, $4, $5)").await?,
             read_account: prepare("SELECT custid FROM sb_accounts WHERE name = $1").await?,
             read_savings: prepare("SELECT bal FROM sb_savings WHERE custid = $1").await?,
             read_checking: prepare("SELECT bal FROM sb_checking WHERE custid = $1").await?,
@@ -196,6 +213,7 @@ impl Conn {
             write_checking: prepare("UPDATE sb_checking SET bal = $2 WHERE custid = $1").await?,
             record_txn: prepare("INSERT INTO ordo_txn VALUES ($1, $2)").await?,
             lookup_txn: prepare("SELECT net_cents FROM ordo_txn WHERE id = $1").await?,
+            lookup_txns: prepare("SELECT id, net_cents FROM ordo_txn WHERE id = ANY($1)").await?,
         };
         Ok(Conn { client, backend_pid, prepared })
     }

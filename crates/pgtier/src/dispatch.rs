@@ -3,12 +3,18 @@
 //!
 //! ```text
 //!   nobatch : no batches; each connection runs its own client's transactions
-//!   batch   : position i -> connection i mod N, nothing deferred
+//!   batch   : position i -> queue i mod Q, nothing deferred
 //!   reorder : ThreadAssigner -> conflicting transactions share a connection (they run one
 //!             after another there and cannot abort each other);
 //!             Reorderer over the dependencies *between* connections -> defer a feedback vertex
 //!             set of those cycles to the next batch; each queue in the plan's serial order
 //! ```
+//!
+//! With grouping (`group`), a queue is meant to run as one server transaction, so a batch of B
+//! is planned over Q = min(N, ceil(B / G)) queues of about G transactions instead of spreading
+//! it thinly over all N connections (B / N each, too few to group); the rolling dispatcher
+//! sends the next batch's queues to the other connections. Without grouping (G = 1), Q = N.
+//! batch and reorder size their queues the same way, so they group alike.
 //!
 //! Invariant: the queues and the deferred list partition the batch's positions.
 
@@ -59,6 +65,8 @@ pub struct BatchPlan {
 pub struct Dispatcher {
     mode: Mode,
     connections: usize,
+    /// Transactions a queue is meant to hold (the group size; 1: spread over all connections).
+    queue_len_target: usize,
     reorderer: Reorderer,
     assigner: ThreadAssigner,
     plan: Plan,
@@ -72,13 +80,22 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(mode: Mode, connections: usize, reorder: FvsConfig) -> Result<Self, ReorderError> {
+    pub fn new(
+        mode: Mode,
+        connections: usize,
+        queue_len_target: usize,
+        reorder: FvsConfig,
+    ) -> Result<Self, ReorderError> {
         if connections == 0 {
             return Err(ReorderError::InvalidConfig { field: "connections", reason: "must be at least 1".into() });
+        }
+        if queue_len_target == 0 {
+            return Err(ReorderError::InvalidConfig { field: "queue length", reason: "must be at least 1".into() });
         }
         Ok(Dispatcher {
             mode,
             connections,
+            queue_len_target,
             reorderer: Reorderer::new(reorder)?,
             assigner: ThreadAssigner::new(),
             plan: Plan::default(),
@@ -97,10 +114,11 @@ impl Dispatcher {
         out.queues.resize_with(self.connections, Vec::new);
         out.queues.iter_mut().for_each(Vec::clear);
         out.deferred.clear();
+        let queues = self.connections.min(batch.len().div_ceil(self.queue_len_target)).max(1);
         match self.mode {
             Mode::NoBatch | Mode::Batch => {
                 for position in 0..batch.len() {
-                    out.queues[position % self.connections].push(position);
+                    out.queues[position % queues].push(position);
                 }
             }
             Mode::Reorder => {
@@ -108,8 +126,7 @@ impl Dispatcher {
                     return Ok(());
                 }
                 // 1. Conflicting transactions to the same connection (§4.2's thread-aware policy).
-                let threads = self.connections.min(batch.len());
-                self.assigner.assign_evenly(batch, threads, &mut self.assigned)?;
+                self.assigner.assign_evenly(batch, queues, &mut self.assigned)?;
                 self.connection_of.clear();
                 self.connection_of.resize(batch.len(), 0);
                 for (connection, assigned) in self.assigned.iter().enumerate() {
@@ -153,9 +170,29 @@ mod tests {
     use super::*;
 
     fn plan(mode: Mode, connections: usize, batch: &[TxnFootprint]) -> BatchPlan {
+        plan_grouped(mode, connections, 1, batch)
+    }
+
+    fn plan_grouped(mode: Mode, connections: usize, group: usize, batch: &[TxnFootprint]) -> BatchPlan {
         let mut out = BatchPlan::default();
-        Dispatcher::new(mode, connections, FvsConfig::default()).unwrap().plan(batch, &mut out).unwrap();
+        Dispatcher::new(mode, connections, group, FvsConfig::default()).unwrap().plan(batch, &mut out).unwrap();
         out
+    }
+
+    #[test]
+    fn grouping_plans_queues_of_about_a_group() {
+        // 20 transactions on distinct keys, 8 connections, groups of 5: 4 queues of 5.
+        let batch: Vec<TxnFootprint> = (0..20).map(|k| TxnFootprint::new(vec![k], vec![k])).collect();
+        for mode in [Mode::Batch, Mode::Reorder] {
+            let out = plan_grouped(mode, 8, 5, &batch);
+            partition(&out, batch.len());
+            let mut lengths: Vec<usize> = out.queues.iter().map(Vec::len).filter(|&n| n > 0).collect();
+            lengths.sort_unstable();
+            assert_eq!(lengths, vec![5, 5, 5, 5], "{}: {out:?}", mode.name());
+        }
+        // Never more queues than connections.
+        let out = plan_grouped(Mode::Batch, 2, 5, &batch);
+        assert_eq!(out.queues.iter().map(Vec::len).collect::<Vec<_>>(), vec![10, 10]);
     }
 
     fn partition(out: &BatchPlan, n: usize) {

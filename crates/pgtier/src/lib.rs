@@ -25,7 +25,17 @@
 //!          ▼              ▼                               ▼
 //!   PostgreSQL: SELECT sb_send_payment(id, ...)  -- one implicit transaction per call,
 //!               which also inserts id into ordo_txn
+//!           or, grouped (batch, reorder; default G = 16): up to G consecutive queued
+//!               transactions as one server transaction, SELECT sb_group(ids[], ...)
 //! ```
+//!
+//! **Grouping** ([`group`]). With `synchronous_commit = on` every server transaction waits for
+//! its own WAL flush; with it off the server's CPU per transaction is the limit. Conflicting
+//! transactions already run one after another on one connection, so the tier runs a queue's
+//! consecutive transactions as one SERIALIZABLE server transaction: one flush, one SSI
+//! transaction and one round trip for G of them. Each stays atomic (they run serially inside
+//! it; a user abort writes nothing and touches no other member); a serialization failure rolls
+//! the group back and every member is retried, in smaller groups.
 //!
 //! **Why it can help.** Two conflicting transactions on different connections run at the same
 //! time and SSI aborts one of them (or a deadlock detector does). Put on the same connection,
@@ -44,7 +54,9 @@
 //! transaction. When a connection breaks, the in-flight transactions are in doubt: the tier
 //! reconnects (waiting out a restarting server), waits until the old backend is gone, and looks
 //! each id up. Found: committed, with the net it recorded. Absent: rolled back, so retrying is
-//! safe. Every run ends with an audit: the bank's total equals the loaded total plus the net
+//! safe. A group commits all or nothing, so it is decided as a whole: any of its writers found
+//! means it committed (a writer without a row refused; a Balance committed), none means it
+//! rolled back. Every run ends with an audit: the bank's total equals the loaded total plus the net
 //! of the transactions ordo reported committed, and `ordo_txn` holds exactly the committed
 //! writers of the run.
 //!
@@ -55,13 +67,15 @@
 //!
 //! Modules: [`cluster`] (throwaway local server), [`schema`] (tables, functions, loader,
 //! audit), [`connection`] (sessions, error classes), [`attempt`] (one try of one
-//! transaction), [`dispatch`] (the planner, no I/O), [`run`] (the driver).
+//! transaction or group), [`dispatch`] (the planner, no I/O), [`group`] (splitting queues into
+//! server transactions and deciding in-doubt groups, no I/O), [`run`] (the driver).
 
 pub mod attempt;
 pub mod cluster;
 pub mod connection;
 pub mod dispatch;
 mod error;
+pub mod group;
 pub mod run;
 pub mod schema;
 
@@ -70,4 +84,5 @@ pub use cluster::Cluster;
 pub use connection::{Isolation, SessionConfig};
 pub use dispatch::{BatchPlan, Dispatcher, Mode};
 pub use error::{PgError, Result};
+pub use group::{GroupForm, GroupRetry};
 pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};

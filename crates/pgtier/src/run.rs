@@ -6,6 +6,9 @@
 //!  batch   : loop { retries + fresh up to B ─> Dispatcher ─> N queues (pipelined) ─> join }
 //!  reorder : same, and the Dispatcher defers the batch's FVS to the next batch and groups
 //!            conflicting transactions on one connection
+//!  grouped : each connection runs its queue in groups of up to G (one server transaction
+//!            each, see `group`); a group rolled back by 40001/40P01 sends every member back
+//!            to the intake, each counting a failed attempt
 //! ```
 //!
 //! Every transaction gets an id `run_id << 32 | n`. A connection that breaks leaves its
@@ -32,10 +35,20 @@ use crate::attempt::{self, Attempt, Procedures};
 use crate::connection::{Conn, Failure, SessionConfig, connect_plain, redact};
 use crate::dispatch::{BatchPlan, Dispatcher, Mode};
 use crate::error::{PgError, Result};
+use crate::group::{self, Decided, GroupForm, GroupRetry, Member};
 use crate::schema;
 
 /// Pipelined requests per connection in batch and reorder modes (functions only).
 pub const PIPELINE_DEPTH_DEFAULT: usize = 8;
+/// Transactions per server transaction in batch and reorder modes (see `group`).
+pub const GROUP_MAX_DEFAULT: usize = 16;
+/// `deadlock_timeout` of the tier's sessions: waits on row locks under SERIALIZABLE are short
+/// (the holder commits and the waiter fails with 40001) unless two transactions wait on each
+/// other, and a group holds more locks for longer, so a deadlock is found after this long
+/// instead of the server's default second.
+pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
+/// The largest group accepted.
+pub const GROUP_MAX_LIMIT: usize = 1000;
 /// Transactions per batch.
 pub const BATCH_SIZE_DEFAULT: usize = 50;
 /// How long a broken connection may take to come back before the run fails.
@@ -69,6 +82,15 @@ pub struct TierConfig {
     /// Rolling dispatch in reorder mode: send a planned queue to the connection already running
     /// transactions that write the same keys (off: to the shortest backlog).
     pub affinity: bool,
+    /// Affinity prefers a connection only while fewer than this many transactions are queued or
+    /// running there (0: no bound).
+    pub affinity_backlog_max: usize,
+    /// Transactions per server transaction (1: each its own, as in nobatch); batch and reorder
+    /// with functions only.
+    pub group_max: usize,
+    pub group_form: GroupForm,
+    /// How large a group the members of a rolled-back group may join on retry.
+    pub group_retry: GroupRetry,
 }
 
 /// How the middle tier feeds its connections in batch and reorder modes.
@@ -115,12 +137,32 @@ impl TierConfig {
         if self.pipeline_depth == 0 {
             return Err(PgError::invalid("pipeline depth", "must be at least 1"));
         }
+        if self.group_max == 0 || self.group_max > GROUP_MAX_LIMIT {
+            return Err(PgError::invalid("group", format!("must be between 1 and {GROUP_MAX_LIMIT}")));
+        }
+        if self.group_max > 1 && self.mode == Mode::NoBatch {
+            return Err(PgError::invalid(
+                "group",
+                "nobatch runs one transaction at a time by definition; grouping is for batch and reorder (use 1)",
+            ));
+        }
+        if self.group_max > 1 && self.procedures == Procedures::Statements {
+            return Err(PgError::invalid("group", "grouping needs --procedures functions (use 1 with statements)"));
+        }
         self.reorder.validate().map_err(|e| PgError::invalid("reorder algorithm", e.to_string()))
     }
 
     /// Closed-loop clients of the rolling tier.
     pub fn effective_clients(&self) -> usize {
         if self.clients == 0 { 2 * self.batch_size } else { self.clients }
+    }
+
+    /// Transactions per server transaction actually used.
+    pub fn effective_group_max(&self) -> usize {
+        match (self.mode, self.procedures) {
+            (Mode::NoBatch, _) | (_, Procedures::Statements) => 1,
+            _ => self.group_max,
+        }
     }
 
     /// The pipeline depth actually used.
@@ -175,6 +217,12 @@ pub struct TierReport {
     pub failed: u64,
     pub in_doubt_resolved_committed: u64,
     pub in_doubt_resolved_rolled_back: u64,
+    /// Groups of more than one transaction sent to the server, and the transactions in them
+    /// (attempts: a retried group counts again).
+    pub groups_sent: u64,
+    pub grouped_attempts: u64,
+    /// Groups of more than one transaction left in doubt by a broken connection and resolved.
+    pub in_doubt_groups: u64,
     pub ledger: Vec<LedgerEntry>,
     pub loaded: schema::Loaded,
     pub audit: schema::BankAudit,
@@ -193,6 +241,8 @@ struct Pending {
     /// The connection it was last queued on (rolling dispatch).
     lane: usize,
     restarts: u32,
+    /// The largest group it may join (shrinks when a group it was in rolled back).
+    group_cap: usize,
 }
 
 /// Where an attempt left a transaction.
@@ -211,6 +261,9 @@ struct Context<'a> {
     finished: Cell<u64>,
     resolved_committed: Cell<u64>,
     resolved_rolled_back: Cell<u64>,
+    groups_sent: Cell<u64>,
+    grouped_attempts: Cell<u64>,
+    in_doubt_groups: Cell<u64>,
 }
 
 impl Context<'_> {
@@ -224,7 +277,15 @@ impl Context<'_> {
         let n = self.next_id.get();
         self.next_id.set(n + 1);
         let now_us = self.now_us();
-        Pending { id: self.run_id << 32 | i64::from(n), txn, first_us: now_us, queued_us: now_us, lane: 0, restarts: 0 }
+        Pending {
+            id: self.run_id << 32 | i64::from(n),
+            txn,
+            first_us: now_us,
+            queued_us: now_us,
+            lane: 0,
+            restarts: 0,
+            group_cap: self.config.effective_group_max(),
+        }
     }
 }
 
@@ -337,6 +398,9 @@ pub async fn run(
         finished: Cell::new(0),
         resolved_committed: Cell::new(0),
         resolved_rolled_back: Cell::new(0),
+        groups_sent: Cell::new(0),
+        grouped_attempts: Cell::new(0),
+        in_doubt_groups: Cell::new(0),
     };
     let done = Cell::new(false);
     let ticker = async {
@@ -373,6 +437,9 @@ pub async fn run(
         failed: tally.failed,
         in_doubt_resolved_committed: context.resolved_committed.get(),
         in_doubt_resolved_rolled_back: context.resolved_rolled_back.get(),
+        groups_sent: context.groups_sent.get(),
+        grouped_attempts: context.grouped_attempts.get(),
+        in_doubt_groups: context.in_doubt_groups.get(),
         ledger: tally.ledger,
         loaded,
         audit,
@@ -423,6 +490,7 @@ async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String,
         "max_connections",
         "default_transaction_isolation",
         "wal_sync_method",
+        "deadlock_timeout",
     ] {
         let value: String = client
             .query_one(&format!("SHOW {name}"), &[])
@@ -487,7 +555,7 @@ async fn run_batches(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.reorder)
+    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.effective_group_max(), config.reorder)
         .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);
@@ -569,11 +637,11 @@ struct Lanes {
 
 /// One connection of the rolling tier: runs its queue in chunks of the pipeline depth.
 async fn lane(context: &Context<'_>, conn: &mut Conn, index: usize, lanes: &Lanes) -> Result<()> {
-    let depth = context.config.effective_pipeline_depth();
+    let chunk_max = context.config.effective_pipeline_depth() * context.config.effective_group_max();
     loop {
         let chunk: Vec<Pending> = {
             let mut queue = lanes.queues[index].borrow_mut();
-            let n = queue.len().min(depth);
+            let n = queue.len().min(chunk_max);
             queue.drain(..n).collect()
         };
         if chunk.is_empty() {
@@ -629,7 +697,7 @@ async fn rolling_tier(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.reorder)
+    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.effective_group_max(), config.reorder)
         .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);
@@ -641,12 +709,15 @@ async fn rolling_tier(
     let mut taken: Vec<bool> = Vec::new();
     // Per connection: written keys of the transactions queued or running there -> how many.
     let mut lane_keys: Vec<HashMap<u64, u32>> = lanes.queues.iter().map(|_| HashMap::default()).collect();
+    // Per connection: transactions queued or running there.
+    let mut lane_load: Vec<usize> = vec![0; lanes.queues.len()];
     let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
     let drain_end_us = end_us + DRAIN_MS_MAX * 1000;
     loop {
         let results = std::mem::take(&mut *lanes.results.borrow_mut());
         for (mut pending, settled) in results {
             in_lanes -= 1;
+            lane_load[pending.lane] -= 1;
             footprint.reads.clear();
             footprint.writes.clear();
             context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
@@ -739,8 +810,11 @@ async fn rolling_tier(
             let lane = (0..lanes.queues.len())
                 .filter(|&lane| !taken[lane])
                 .max_by_key(|&lane| {
-                    // `batch` mode does not look at conflicts, so affinity is reorder's alone.
-                    let affinity = if config.affinity && config.mode == Mode::Reorder { overlap(lane) } else { 0 };
+                    // `batch` mode does not look at conflicts, so affinity is reorder's alone; a
+                    // connection with a long backlog is not preferred (its queue would only grow).
+                    let bounded = config.affinity_backlog_max == 0 || lane_load[lane] < config.affinity_backlog_max;
+                    let affinity =
+                        if config.affinity && config.mode == Mode::Reorder && bounded { overlap(lane) } else { 0 };
                     (affinity, std::cmp::Reverse(lanes.queues[lane].borrow().len()))
                 })
                 .expect("no more planned queues than connections");
@@ -754,6 +828,7 @@ async fn rolling_tier(
                 pending.lane = lane;
                 queue.push_back(pending);
                 in_lanes += 1;
+                lane_load[lane] += 1;
             }
             drop(queue);
             lanes.wake[lane].notify_one();
@@ -762,22 +837,44 @@ async fn rolling_tier(
     Ok(tally)
 }
 
-/// Runs `queue` on `conn` in order (pipelined up to the configured depth), reconnecting and
-/// resolving in-doubt transactions if the connection breaks.
+/// Runs `queue` on `conn` in order: split into groups (each one server transaction; a group
+/// of one is a plain function call or statements), pipelined up to the configured depth;
+/// reconnects and resolves the in-doubt groups if the connection breaks.
 async fn run_queue(context: &Context<'_>, conn: &mut Conn, queue: Vec<Pending>) -> Result<Vec<(Pending, Settled)>> {
     if queue.is_empty() {
         return Ok(Vec::new());
     }
     let config = context.config;
     let depth = config.effective_pipeline_depth();
-    let attempts: Vec<Attempt> = {
+    let caps: Vec<usize> = queue.iter().map(|pending| pending.group_cap).collect();
+    let mut lengths = Vec::new();
+    group::split(&caps, config.effective_group_max(), &mut lengths);
+    let attempts: Vec<Vec<Attempt>> = {
         let conn = &*conn;
-        futures_util::stream::iter(&queue)
-            .map(|pending| async move {
-                match config.procedures {
-                    Procedures::Functions => attempt::function_call(conn, pending.id, &pending.txn).await,
-                    Procedures::Statements => {
-                        attempt::statements(conn, context.workload, pending.id, &pending.txn).await
+        let mut rest = queue.as_slice();
+        let groups: Vec<&[Pending]> = lengths
+            .iter()
+            .map(|&len| {
+                let (members, tail) = rest.split_at(len);
+                rest = tail;
+                members
+            })
+            .collect();
+        futures_util::stream::iter(groups)
+            .map(|members| async move {
+                match (members, config.procedures) {
+                    ([only], Procedures::Functions) => vec![attempt::function_call(conn, only.id, &only.txn).await],
+                    ([only], Procedures::Statements) => {
+                        vec![attempt::statements(conn, context.workload, only.id, &only.txn).await]
+                    }
+                    _ => {
+                        context.groups_sent.set(context.groups_sent.get() + 1);
+                        context.grouped_attempts.set(context.grouped_attempts.get() + members.len() as u64);
+                        let members: Vec<(i64, &Txn)> = members.iter().map(|p| (p.id, &p.txn)).collect();
+                        match config.group_form {
+                            GroupForm::Pipelined => attempt::group_pipelined(conn, &members).await,
+                            GroupForm::Function => attempt::group_function(conn, &members).await,
+                        }
                     }
                 }
             })
@@ -785,24 +882,54 @@ async fn run_queue(context: &Context<'_>, conn: &mut Conn, queue: Vec<Pending>) 
             .collect()
             .await
     };
-    let mut in_doubt = attempts.iter().any(|a| matches!(a, Attempt::InDoubt));
+    let mut reconnected = false;
     let mut out = Vec::with_capacity(queue.len());
-    for (pending, attempt) in queue.into_iter().zip(attempts) {
-        let settled = match attempt {
-            Attempt::Committed { net_cents } => Settled::Done(Outcome::Committed { net_cents }),
-            Attempt::UserAbort => Settled::Done(Outcome::UserAbort),
-            Attempt::Conflict(Failure::Deadlock) => Settled::Retry(AbortCause::Deadlock),
-            Attempt::Conflict(_) => Settled::Retry(AbortCause::Serialization),
-            Attempt::Fatal(error) => return Err(error),
-            Attempt::InDoubt => {
-                if in_doubt {
-                    *conn = reconnect(context, conn).await?;
-                    in_doubt = false;
-                }
-                resolve(context, conn, &pending).await?
+    let mut queue = queue.into_iter();
+    let mut decided = Vec::new();
+    for (&len, attempts) in lengths.iter().zip(attempts) {
+        let members: Vec<Pending> = queue.by_ref().take(len).collect();
+        if let Some(position) = attempts.iter().position(|a| matches!(a, Attempt::Fatal(_))) {
+            if let Some(Attempt::Fatal(error)) = attempts.into_iter().nth(position) {
+                return Err(error);
             }
-        };
-        out.push((pending, settled));
+            unreachable!("the attempt at {position} is fatal");
+        }
+        debug_assert_eq!(attempts.len(), members.len(), "one attempt per member");
+        if matches!(attempts[0], Attempt::InDoubt) {
+            debug_assert!(attempts.iter().all(|a| matches!(a, Attempt::InDoubt)), "a group is in doubt as a whole");
+            if !reconnected {
+                *conn = reconnect(context, conn).await?;
+                reconnected = true;
+            }
+            resolve_group(context, conn, &members, &mut decided).await?;
+            for (pending, decided) in members.into_iter().zip(&decided) {
+                let settled = match *decided {
+                    Decided::Committed { net_cents } => Settled::Done(Outcome::Committed { net_cents }),
+                    Decided::UserAbort => Settled::Done(Outcome::UserAbort),
+                    Decided::RolledBack => Settled::Retry(AbortCause::ConnectionLost),
+                };
+                out.push((pending, settled));
+            }
+            continue;
+        }
+        for (mut pending, attempt) in members.into_iter().zip(attempts) {
+            let settled = match attempt {
+                Attempt::Committed { net_cents } => Settled::Done(Outcome::Committed { net_cents }),
+                Attempt::UserAbort => Settled::Done(Outcome::UserAbort),
+                Attempt::Conflict(failure) => {
+                    if len > 1 {
+                        pending.group_cap = config.group_retry.cap_after_conflict(len, pending.group_cap);
+                    }
+                    Settled::Retry(if failure == Failure::Deadlock {
+                        AbortCause::Deadlock
+                    } else {
+                        AbortCause::Serialization
+                    })
+                }
+                Attempt::InDoubt | Attempt::Fatal(_) => unreachable!("handled above for the whole group"),
+            };
+            out.push((pending, settled));
+        }
     }
     Ok(out)
 }
@@ -825,33 +952,48 @@ async fn reconnect(context: &Context<'_>, conn: &Conn) -> Result<Conn> {
     Conn::reopen(&context.config.session, conn.backend_pid, timeout).await
 }
 
-/// Decides an in-doubt transaction by looking its id up (on a connection whose predecessor's
-/// backend has exited).
-async fn resolve(context: &Context<'_>, conn: &mut Conn, pending: &Pending) -> Result<Settled> {
+/// Decides an in-doubt group (or single transaction) by looking its writers' ids up, on a
+/// connection whose predecessor's backend has exited (see `group::settle_in_doubt`).
+async fn resolve_group(
+    context: &Context<'_>,
+    conn: &mut Conn,
+    members: &[Pending],
+    decided: &mut Vec<Decided>,
+) -> Result<()> {
     let started = Instant::now();
     let timeout = Duration::from_millis(context.config.reconnect_timeout_ms);
-    loop {
-        match conn.client.query_opt(&conn.prepared.lookup_txn, &[&pending.id]).await {
-            Ok(Some(row)) => {
-                context.resolved_committed.set(context.resolved_committed.get() + 1);
-                return Ok(Settled::Done(Outcome::Committed { net_cents: row.get(0) }));
-            }
-            Ok(None) => {
-                context.resolved_rolled_back.set(context.resolved_rolled_back.get() + 1);
-                return Ok(Settled::Retry(AbortCause::ConnectionLost));
+    let group: Vec<Member> =
+        members.iter().map(|p| Member { txn_id: p.id, writer: p.txn.procedure != BALANCE }).collect();
+    let writers: Vec<i64> = group.iter().filter(|m| m.writer).map(|m| m.txn_id).collect();
+    let mut found: HashMap<i64, i64> = HashMap::default();
+    while !writers.is_empty() {
+        match conn.client.query(&conn.prepared.lookup_txns, &[&writers]).await {
+            Ok(rows) => {
+                found.extend(rows.iter().map(|row| (row.get::<_, i64>(0), row.get::<_, i64>(1))));
+                break;
             }
             Err(error) if started.elapsed() < timeout => match crate::connection::classify(&error) {
                 // The lookup is a serializable read too, and SSI may abort it: ask again.
                 Failure::Serialization | Failure::Deadlock => {}
                 Failure::ConnectionLost => *conn = reconnect(context, conn).await?,
-                Failure::Other => return Err(PgError::database("looking up an in-doubt transaction", error)),
+                Failure::Other => return Err(PgError::database("looking up in-doubt transactions", error)),
             },
             Err(error) => {
                 return Err(PgError::InDoubt {
-                    count: 1,
+                    count: members.len(),
                     reason: format!("{} at {}", error, redact(&context.config.session.url)),
                 });
             }
         }
     }
+    group::settle_in_doubt(&group, |id| found.get(&id).copied(), decided);
+    if members.len() > 1 {
+        context.in_doubt_groups.set(context.in_doubt_groups.get() + 1);
+    }
+    for decision in decided.iter() {
+        let counter =
+            if *decision == Decided::RolledBack { &context.resolved_rolled_back } else { &context.resolved_committed };
+        counter.set(counter.get() + 1);
+    }
+    Ok(())
 }

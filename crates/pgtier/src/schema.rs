@@ -23,8 +23,12 @@ use tokio_postgres::Client;
 
 use crate::error::{PgError, Result};
 
-/// Bumped whenever the tables or the functions change.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Bumped whenever the tables or the functions change (2: `sb_group`).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Older versions of ordo's schema that `load` recreates (it empties the tables anyway); any
+/// other version is refused, so ordo never drops tables it does not know.
+const SCHEMA_VERSIONS_UPGRADABLE: [i64; 1] = [1];
 
 /// Rows per COPY message.
 const COPY_CHUNK_BYTES: usize = 1 << 20;
@@ -118,6 +122,27 @@ BEGIN
   INSERT INTO ordo_txn VALUES (txn, -(amount + penalty));
   RETURN -(amount + penalty);
 END $$;
+
+-- Several transactions in one call and one (implicit) server transaction, run one after
+-- another; element i of the answer is what procedure i returned (NULL: it refused). An error
+-- in any of them rolls them all back.
+CREATE OR REPLACE FUNCTION sb_group(txns bigint[], procedures int[], who1 text[], who2 text[], amounts bigint[])
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE nets bigint[] := '{}'; net bigint;
+BEGIN
+  FOR i IN 1 .. coalesce(cardinality(txns), 0) LOOP
+    CASE procedures[i]
+      WHEN 0 THEN net := sb_amalgamate(txns[i], who1[i], who2[i]);
+      WHEN 1 THEN net := sb_balance(txns[i], who1[i]);
+      WHEN 2 THEN net := sb_deposit_checking(txns[i], who1[i], amounts[i]);
+      WHEN 3 THEN net := sb_send_payment(txns[i], who1[i], who2[i], amounts[i]);
+      WHEN 4 THEN net := sb_transact_savings(txns[i], who1[i], amounts[i]);
+      WHEN 5 THEN net := sb_write_check(txns[i], who1[i], amounts[i]);
+    END CASE;
+    nets := array_append(nets, net);
+  END LOOP;
+  RETURN nets;
+END $$;
 ";
 
 /// What `ordo_meta` says about the loaded bank.
@@ -165,7 +190,7 @@ pub async fn create(client: &Client) -> Result<()> {
 }
 
 /// Empties the tables and loads `workload`'s initial bank with COPY; returns what was loaded.
-/// Creates the schema when it is missing; refuses a schema of another version.
+/// Creates the schema when it is missing or from an older ordo; refuses any other version.
 pub async fn load(client: &Client, workload: &dyn Workload) -> Result<Loaded> {
     if workload.name() != "smallbank" {
         return Err(PgError::invalid(
@@ -176,6 +201,9 @@ pub async fn load(client: &Client, workload: &dyn Workload) -> Result<Loaded> {
     match inspect(client).await {
         Ok(_) => {}
         Err(PgError::SchemaMissing) => create(client).await?,
+        Err(PgError::SchemaVersion { found, .. }) if SCHEMA_VERSIONS_UPGRADABLE.contains(&found) => {
+            create(client).await?;
+        }
         Err(e) => return Err(e),
     }
     let customers = workload.key_count() / 3;

@@ -11,14 +11,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use ordo_pgtier::attempt::{self, Attempt};
 use ordo_pgtier::cluster::find_bin_dir;
+use ordo_pgtier::connection::Conn;
 use ordo_pgtier::run::{LedgerEntry, Outcome, TierReport};
 use ordo_pgtier::{
-    Cluster, Dispatch, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking,
+    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, PgError, Procedures, RunSpec, SessionConfig, TierConfig,
+    run_blocking,
 };
 use ordo_reorder::FvsConfig;
-use ordo_workload::smallbank::{BALANCE, STANDARD_MIX};
-use ordo_workload::{SmallBank, SmallBankConfig};
+use ordo_workload::smallbank::{BALANCE, DEPOSIT_CHECKING, SEND_PAYMENT, STANDARD_MIX};
+use ordo_workload::{SmallBank, SmallBankConfig, Txn};
 
 /// A cluster that is stopped and deleted when dropped.
 struct TestCluster {
@@ -68,7 +71,12 @@ fn bank(seed: u64) -> SmallBank {
 
 fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -> TierConfig {
     TierConfig {
-        session: SessionConfig { url: url.to_owned(), isolation, synchronous_commit: Some(false) },
+        session: SessionConfig {
+            url: url.to_owned(),
+            isolation,
+            synchronous_commit: Some(false),
+            deadlock_timeout_ms: Some(20),
+        },
         mode,
         connections: 4,
         batch_size: 20,
@@ -81,7 +89,20 @@ fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -
         batch_wait_us_max: 500,
         clients: 0,
         affinity: true,
+        affinity_backlog_max: 0,
+        group_max: 1,
+        group_form: GroupForm::Function,
+        group_retry: GroupRetry::Halve,
     }
+}
+
+/// `config` with groups of up to `group_max` transactions per server transaction.
+fn grouped(url: &str, mode: Mode, group_max: usize, form: GroupForm, retry: GroupRetry) -> TierConfig {
+    let mut config = config(url, mode, Procedures::Functions, Isolation::Serializable);
+    config.group_max = group_max;
+    config.group_form = form;
+    config.group_retry = retry;
+    config
 }
 
 fn spec(seed: u64, duration_ms: u64) -> RunSpec {
@@ -150,6 +171,136 @@ fn every_mode_conserves_money_and_reports_each_transaction_once() {
 }
 
 #[test]
+fn grouped_runs_conserve_money_and_report_each_transaction_once() {
+    let Some(cluster) = TestCluster::start("groups") else { return };
+    let url = cluster.url();
+    for (seed, mode, dispatch, form, retry) in [
+        (41, Mode::Batch, Dispatch::Rolling, GroupForm::Function, GroupRetry::Halve),
+        (42, Mode::Reorder, Dispatch::Rolling, GroupForm::Function, GroupRetry::Keep),
+        (43, Mode::Batch, Dispatch::Barrier, GroupForm::Pipelined, GroupRetry::Single),
+        (44, Mode::Reorder, Dispatch::Rolling, GroupForm::Pipelined, GroupRetry::Halve),
+        (45, Mode::Reorder, Dispatch::Barrier, GroupForm::Function, GroupRetry::Halve),
+    ] {
+        let what = format!(
+            "{} {} groups of 8, {} form, {} on retry (seed {seed})",
+            mode.name(),
+            dispatch.name(),
+            form.name(),
+            retry.name()
+        );
+        let mut config = grouped(&url, mode, 8, form, retry);
+        config.dispatch = dispatch;
+        config.affinity_backlog_max = if seed == 44 { 6 } else { 0 };
+        let report = run(&config, seed, 600).unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_exactly_once(&report, &what);
+        assert!(report.groups_sent > 0, "{what}: no group of more than one transaction was sent");
+        assert!(report.grouped_attempts > report.groups_sent, "{what}: groups of one are not groups");
+        let user_aborts = report.ledger.iter().filter(|e| e.outcome == Outcome::UserAbort).count();
+        assert!(user_aborts > 0, "{what}: the run had no user abort to check");
+    }
+    // Without grouping nothing is grouped.
+    let report = run(&grouped(&url, Mode::Reorder, 1, GroupForm::Function, GroupRetry::Halve), 46, 300).unwrap();
+    check_exactly_once(&report, "reorder, groups of 1");
+    assert_eq!(report.groups_sent, 0);
+}
+
+/// Runs `future` on a fresh current-thread runtime.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(future)
+}
+
+fn txn(procedure: u8, keys: Vec<u64>, amount: i64) -> Txn {
+    Txn { procedure, keys, amount, flags: 0 }
+}
+
+#[test]
+fn a_group_keeps_each_transaction_atomic() {
+    let Some(cluster) = TestCluster::start("atomic") else { return };
+    let url = cluster.url();
+    // Load the bank (a short nobatch run), then drive groups by hand.
+    run(&config(&url, Mode::NoBatch, Procedures::Functions, Isolation::Serializable), 51, 50).unwrap();
+    let session = SessionConfig {
+        url: url.clone(),
+        isolation: Isolation::Serializable,
+        synchronous_commit: None,
+        deadlock_timeout_ms: None,
+    };
+    block_on(async {
+        let conn = Conn::open(&session).await.unwrap();
+        let other = ordo_pgtier::connection::connect_plain(&url).await.unwrap();
+        let recorded = |ids: Vec<i64>| {
+            let other = &other;
+            async move {
+                let rows =
+                    other.query("SELECT id FROM ordo_txn WHERE id = ANY($1) ORDER BY id", &[&ids]).await.unwrap();
+                rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<i64>>()
+            }
+        };
+        let checking = |customer: i64| {
+            let other = &other;
+            async move {
+                other
+                    .query_one("SELECT bal FROM sb_checking WHERE custid = $1", &[&customer])
+                    .await
+                    .unwrap()
+                    .get::<_, i64>(0)
+            }
+        };
+        for (form, base) in [(GroupForm::Function, 1_000), (GroupForm::Pipelined, 2_000)] {
+            // A deposit, a payment far beyond any balance (the procedure refuses), a deposit:
+            // the refusal is that transaction's alone.
+            let deposit = txn(DEPOSIT_CHECKING, vec![7], 130);
+            let refused = txn(SEND_PAYMENT, vec![8, 9], 1 << 50);
+            let group = [(base + 1, &deposit), (base + 2, &refused), (base + 3, &deposit)];
+            let before = checking(7).await;
+            let attempts = match form {
+                GroupForm::Function => attempt::group_function(&conn, &group).await,
+                GroupForm::Pipelined => attempt::group_pipelined(&conn, &group).await,
+            };
+            assert!(
+                matches!(
+                    attempts.as_slice(),
+                    [Attempt::Committed { net_cents: 130 }, Attempt::UserAbort, Attempt::Committed { net_cents: 130 }]
+                ),
+                "{}: {attempts:?}",
+                form.name()
+            );
+            assert_eq!(recorded(vec![base + 1, base + 2, base + 3]).await, vec![base + 1, base + 3]);
+            assert_eq!(checking(7).await, before + 260, "{}: both deposits applied", form.name());
+
+            // A serialization failure in the group's second transaction rolls back the first
+            // too: another session updates customer 5 after the group took its snapshot.
+            other.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
+            other.execute("UPDATE sb_checking SET bal = bal + 1 WHERE custid = 5", &[]).await.unwrap();
+            let first = txn(DEPOSIT_CHECKING, vec![6], 130);
+            let second = txn(DEPOSIT_CHECKING, vec![5], 130);
+            let group = [(base + 11, &first), (base + 12, &second)];
+            let before_6 = checking(6).await;
+            let (attempts, ()) = tokio::join!(
+                async {
+                    match form {
+                        GroupForm::Function => attempt::group_function(&conn, &group).await,
+                        GroupForm::Pipelined => attempt::group_pipelined(&conn, &group).await,
+                    }
+                },
+                async {
+                    // The group blocks on customer 5's row lock; then the other session commits.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    other.batch_execute("COMMIT").await.unwrap();
+                }
+            );
+            assert!(
+                attempts.len() == 2 && attempts.iter().all(|a| matches!(a, Attempt::Conflict(_))),
+                "{}: {attempts:?}",
+                form.name()
+            );
+            assert!(recorded(vec![base + 11, base + 12]).await.is_empty(), "{}: nothing recorded", form.name());
+            assert_eq!(checking(6).await, before_6, "{}: the first deposit was rolled back", form.name());
+        }
+    });
+}
+
+#[test]
 fn failures_are_clear_errors() {
     let Some(cluster) = TestCluster::start("errors") else { return };
     let url = cluster.url();
@@ -188,6 +339,17 @@ fn failures_are_clear_errors() {
     let mut bad = base.clone();
     bad.connections = 0;
     assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "connections", .. }));
+    // nobatch runs one transaction at a time; statements cannot be grouped; groups are bounded.
+    let mut bad = base.clone();
+    bad.group_max = 4;
+    assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
+    let mut bad = config(&url, Mode::Reorder, Procedures::Statements, Isolation::Serializable);
+    bad.group_max = 4;
+    assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
+    let mut bad = grouped(&url, Mode::Batch, 0, GroupForm::Function, GroupRetry::Halve);
+    assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
+    bad.group_max = 1_000_000;
+    assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
 }
 
 /// Kills ordo's backends every `period` until `stop` is set.
@@ -221,16 +383,26 @@ fn kill_backends(url: String, period: Duration, stop: Arc<AtomicBool>) -> std::t
 fn connections_killed_mid_batch_lose_nothing() {
     let Some(cluster) = TestCluster::start("kill") else { return };
     let url = cluster.url();
-    for (seed, mode, dispatch) in [
-        (11, Mode::Reorder, Dispatch::Rolling),
-        (12, Mode::NoBatch, Dispatch::Rolling),
-        (13, Mode::Batch, Dispatch::Barrier),
+    for (seed, mode, dispatch, group_max, form) in [
+        (11, Mode::Reorder, Dispatch::Rolling, 1, GroupForm::Function),
+        (12, Mode::NoBatch, Dispatch::Rolling, 1, GroupForm::Function),
+        (13, Mode::Batch, Dispatch::Barrier, 1, GroupForm::Function),
+        (14, Mode::Reorder, Dispatch::Rolling, 8, GroupForm::Function),
+        (15, Mode::Batch, Dispatch::Rolling, 8, GroupForm::Pipelined),
+        (16, Mode::Reorder, Dispatch::Barrier, 8, GroupForm::Pipelined),
     ] {
         let stop = Arc::new(AtomicBool::new(false));
         let killer = kill_backends(url.clone(), Duration::from_millis(60), Arc::clone(&stop));
-        let what = format!("{} {} with killed connections (seed {seed})", mode.name(), dispatch.name());
+        let what = format!(
+            "{} {} groups of {group_max} ({}) with killed connections (seed {seed})",
+            mode.name(),
+            dispatch.name(),
+            form.name()
+        );
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
         config.dispatch = dispatch;
+        config.group_max = group_max;
+        config.group_form = form;
         config.session.synchronous_commit = Some(true);
         let result = run(&config, seed, 2_000);
         stop.store(true, Ordering::Relaxed);
@@ -240,10 +412,125 @@ fn connections_killed_mid_batch_lose_nothing() {
         assert!(killed > 0, "{what}: the killer found no backend to kill");
         let resolved = report.in_doubt_resolved_committed + report.in_doubt_resolved_rolled_back;
         assert!(resolved > 0, "{what}: {killed} kills but no transaction was in doubt");
+        if group_max > 1 {
+            assert!(report.in_doubt_groups > 0, "{what}: {killed} kills but no group was in doubt");
+        }
         eprintln!(
-            "{what}: {killed} backends killed, in doubt resolved: {} committed, {} rolled back",
-            report.in_doubt_resolved_committed, report.in_doubt_resolved_rolled_back
+            "{what}: {killed} backends killed, in doubt resolved: {} committed, {} rolled back, {} groups",
+            report.in_doubt_resolved_committed, report.in_doubt_resolved_rolled_back, report.in_doubt_groups
         );
+    }
+}
+
+/// A TCP proxy in front of the server that can lose a reply: when armed, the next reply chunk the
+/// server sends on one of the tier's connections (one that prepared the `sb_` functions) is
+/// dropped and the connection cut both ways (the tier's sessions are told apart by the
+/// `SELECT sb_` statements they prepare; loading and auditing are left alone). The reply to a function call comes after its
+/// COMMIT, so the transaction (or group) committed and the tier never hears of it: exactly the
+/// in-doubt case the `ordo_txn` lookup must resolve as committed.
+struct ReplyCutter {
+    port: u16,
+    armed: Arc<AtomicBool>,
+}
+
+impl ReplyCutter {
+    fn start(server_port: u16) -> ReplyCutter {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let armed = Arc::new(AtomicBool::new(false));
+        let armed_for_proxy = Arc::clone(&armed);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else { continue };
+                let tier = Arc::new(AtomicBool::new(false));
+                let (mut client_in, mut server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let tier_in = Arc::clone(&tier);
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = client_in.read(&mut buf) {
+                        if n == 0 || server_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        if buf[..n].windows(10).any(|w| w == b"SELECT sb_") {
+                            tier_in.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    let _ = server_out.shutdown(Shutdown::Write);
+                });
+                let armed = Arc::clone(&armed_for_proxy);
+                let (mut server_in, mut client_out) = (server, client);
+                // A new session (a reconnection setting up, looking up its in-doubt
+                // transactions) is left alone for a while, or reconnecting could never finish.
+                let opened = std::time::Instant::now();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = server_in.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let settled = opened.elapsed() > Duration::from_millis(150);
+                        if settled && tier.load(Ordering::Relaxed) && armed.swap(false, Ordering::Relaxed) {
+                            let _ = client_out.shutdown(Shutdown::Both);
+                            let _ = server_in.shutdown(Shutdown::Both);
+                            return;
+                        }
+                        if client_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = client_out.shutdown(Shutdown::Write);
+                });
+            }
+        });
+        ReplyCutter { port, armed }
+    }
+}
+
+#[test]
+fn replies_lost_after_commit_are_resolved_as_committed() {
+    let Some(cluster) = TestCluster::start("lost-replies") else { return };
+    let cutter = ReplyCutter::start(cluster.cluster.port);
+    let url = cluster.url().replace(&format!(":{}/", cluster.cluster.port), &format!(":{}/", cutter.port));
+    assert_ne!(url, cluster.url(), "the tier talks to the proxy");
+    for (seed, mode, group_max, form) in [
+        (61, Mode::NoBatch, 1, GroupForm::Function),
+        (62, Mode::Reorder, 1, GroupForm::Function),
+        (63, Mode::Reorder, 8, GroupForm::Function),
+        (64, Mode::Batch, 8, GroupForm::Pipelined),
+    ] {
+        let what = format!("{} groups of {group_max} ({}) with lost replies (seed {seed})", mode.name(), form.name());
+        let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
+        config.group_max = group_max;
+        config.group_form = form;
+        let stop = Arc::new(AtomicBool::new(false));
+        let arming = {
+            let (stop, armed) = (Arc::clone(&stop), Arc::clone(&cutter.armed));
+            std::thread::spawn(move || {
+                // After loading and setting the sessions up (a cut there fails the run, clearly).
+                std::thread::sleep(Duration::from_millis(600));
+                while !stop.load(Ordering::Relaxed) {
+                    armed.store(true, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(40));
+                }
+                armed.store(false, Ordering::Relaxed);
+            })
+        };
+        let result = run(&config, seed, 2_000);
+        stop.store(true, Ordering::Relaxed);
+        arming.join().unwrap();
+        let report = result.unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_exactly_once(&report, &what);
+        eprintln!(
+            "{what}: in doubt resolved: {} committed, {} rolled back, {} groups",
+            report.in_doubt_resolved_committed, report.in_doubt_resolved_rolled_back, report.in_doubt_groups
+        );
+        assert!(report.in_doubt_resolved_committed > 0, "{what}: no lost reply was resolved as committed");
+        if group_max > 1 {
+            assert!(report.in_doubt_groups > 0, "{what}: no group was in doubt");
+        }
     }
 }
 
@@ -251,10 +538,21 @@ fn connections_killed_mid_batch_lose_nothing() {
 fn a_server_restart_mid_run_loses_nothing() {
     let Some(cluster) = TestCluster::start("restart") else { return };
     let url = cluster.url();
-    for (seed, mode) in [(21, Mode::Reorder), (22, Mode::NoBatch)] {
-        let what = format!("{} across a server crash and restart (seed {seed})", mode.name());
+    for (seed, mode, group_max, form) in [
+        (21, Mode::Reorder, 1, GroupForm::Function),
+        (22, Mode::NoBatch, 1, GroupForm::Function),
+        (23, Mode::Reorder, 8, GroupForm::Function),
+        (24, Mode::Batch, 8, GroupForm::Pipelined),
+    ] {
+        let what = format!(
+            "{} groups of {group_max} ({}) across a server crash and restart (seed {seed})",
+            mode.name(),
+            form.name()
+        );
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
         config.session.synchronous_commit = Some(true);
+        config.group_max = group_max;
+        config.group_form = form;
         let restarter = {
             let cluster = cluster.cluster.clone();
             std::thread::spawn(move || {

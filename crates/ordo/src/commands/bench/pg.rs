@@ -10,8 +10,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_pgtier::run::RECONNECT_TIMEOUT_MS_DEFAULT;
-use ordo_pgtier::{Cluster, Dispatch, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig, run_blocking};
+use ordo_pgtier::run::{DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
+use ordo_pgtier::{
+    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig,
+    run_blocking,
+};
 use ordo_reorder::{FvsConfig, Policy};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
@@ -51,13 +54,33 @@ pub struct PgBenchArgs {
     /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long (µs).
     #[arg(long, default_value_t = 1000)]
     pub pg_batch_wait_us: u64,
-    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size).
-    #[arg(long, default_value_t = 0)]
-    pub pg_clients: usize,
+    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub pg_clients: Vec<usize>,
     /// Rolling dispatch in reorder mode: on (send a planned queue to the connection already
     /// running transactions that write its keys) or off (to the shortest backlog); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "on")]
     pub pg_affinity: Vec<String>,
+    /// Rolling reorder with affinity: prefer a connection for its keys only while fewer than
+    /// this many transactions are queued or running there (0: no bound); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub pg_affinity_backlog: Vec<usize>,
+    /// batch and reorder: transactions per server transaction (1: off, each its own; default
+    /// 16; nobatch refuses more than 1); a list sweeps.
+    #[arg(long, value_delimiter = ',')]
+    pub pg_group: Option<Vec<usize>>,
+    /// How a group is sent: function (one call of sb_group with arrays) or pipelined (BEGIN,
+    /// one call per transaction, COMMIT); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "function")]
+    pub pg_group_form: Vec<String>,
+    /// Largest group a transaction may join after its group hit a serialization failure or
+    /// deadlock: keep, halve or single; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "halve")]
+    pub pg_group_retry: Vec<String>,
+    /// deadlock_timeout of ordo's sessions in ms (0: the server's setting; a superuser setting,
+    /// kept at the server's value where refused; results record the value in force).
+    #[arg(long, default_value_t = DEADLOCK_TIMEOUT_MS_DEFAULT)]
+    pub pg_deadlock_timeout_ms: u64,
     /// How long a broken connection may take to come back (ms) before the run fails.
     #[arg(long, default_value_t = RECONNECT_TIMEOUT_MS_DEFAULT)]
     pub reconnect_timeout_ms: u64,
@@ -107,9 +130,34 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             other => Err(anyhow::anyhow!("--pg-affinity `{other}`: expected on or off")),
         })
         .collect::<Result<_>>()?;
-    for (flag, values) in
-        [("--connections", &p.connections), ("--pg-batch", &p.pg_batch), ("--pipeline-depth", &p.pipeline_depth)]
-    {
+    let group_forms: Vec<GroupForm> = p
+        .pg_group_form
+        .iter()
+        .map(|s| s.parse::<GroupForm>().map_err(|e| anyhow::anyhow!("--pg-group-form {e}")))
+        .collect::<Result<_>>()?;
+    let group_retries: Vec<GroupRetry> = p
+        .pg_group_retry
+        .iter()
+        .map(|s| s.parse::<GroupRetry>().map_err(|e| anyhow::anyhow!("--pg-group-retry {e}")))
+        .collect::<Result<_>>()?;
+    let groups: Vec<Option<usize>> = match &p.pg_group {
+        None => vec![None],
+        Some(groups) => {
+            if groups.iter().any(|&g| g > 1) && modes.contains(&Mode::NoBatch) {
+                bail!(
+                    "--pg-group groups transactions into one server transaction in batch and reorder modes; nobatch \
+                     runs one transaction at a time by definition (drop nobatch from --mode, or --pg-group)"
+                );
+            }
+            groups.iter().map(|&g| Some(g)).collect()
+        }
+    };
+    for (flag, values) in [
+        ("--connections", &p.connections),
+        ("--pg-batch", &p.pg_batch),
+        ("--pipeline-depth", &p.pipeline_depth),
+        ("--pg-group", p.pg_group.as_ref().unwrap_or(&Vec::new())),
+    ] {
         if values.contains(&0) {
             bail!("{flag} must be at least 1");
         }
@@ -138,93 +186,146 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         }
     }
 
+    let base = TierConfig {
+        session: SessionConfig {
+            url: url.clone(),
+            isolation,
+            synchronous_commit,
+            deadlock_timeout_ms: (p.pg_deadlock_timeout_ms > 0).then_some(p.pg_deadlock_timeout_ms),
+        },
+        mode: Mode::Reorder,
+        connections: 1,
+        batch_size: 1,
+        pipeline_depth: 1,
+        procedures: Procedures::Functions,
+        reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
+        reconnect_timeout_ms: p.reconnect_timeout_ms,
+        load: true,
+        dispatch: Dispatch::Rolling,
+        batch_wait_us_max: p.pg_batch_wait_us,
+        clients: 0,
+        affinity: true,
+        affinity_backlog_max: 0,
+        group_max: 1,
+        group_form: GroupForm::Function,
+        group_retry: GroupRetry::Halve,
+    };
+    // Every combination of the swept knobs, the first knob slowest.
+    let mut configs = vec![base];
+    expand(&mut configs, &modes, |c, &mode| c.mode = mode);
+    expand(&mut configs, &p.connections, |c, &n| c.connections = n);
+    expand(&mut configs, &p.pg_batch, |c, &n| c.batch_size = n);
+    expand(&mut configs, &p.pipeline_depth, |c, &n| c.pipeline_depth = n);
+    expand(&mut configs, &procedures, |c, &procedures| c.procedures = procedures);
+    expand(&mut configs, &dispatches, |c, &dispatch| c.dispatch = dispatch);
+    expand(&mut configs, &p.pg_clients, |c, &n| c.clients = n);
+    expand(&mut configs, &affinities, |c, &affinity| c.affinity = affinity);
+    expand(&mut configs, &p.pg_affinity_backlog, |c, &n| c.affinity_backlog_max = n);
+    expand(&mut configs, &groups, |c, &group| {
+        let grouping = c.mode != Mode::NoBatch && c.procedures == Procedures::Functions;
+        c.group_max = group.unwrap_or(if grouping { GROUP_MAX_DEFAULT } else { 1 });
+    });
+    expand(&mut configs, &group_forms, |c, &form| c.group_form = form);
+    expand(&mut configs, &group_retries, |c, &retry| c.group_retry = retry);
+
     let mut planned = Vec::new();
-    let mut seen = Vec::new();
     for &theta in &args.theta {
         workload_args.build(theta, args.seed)?;
-        for &mode in &modes {
-            for &connections in &p.connections {
-                for &batch_size in &p.pg_batch {
-                    for &pipeline_depth in &p.pipeline_depth {
-                        for &procedure in &procedures {
-                            for &dispatch in &dispatches {
-                                for &affinity in &affinities {
-                                    let config = TierConfig {
-                                        session: SessionConfig { url: url.clone(), isolation, synchronous_commit },
-                                        mode,
-                                        connections,
-                                        batch_size,
-                                        pipeline_depth,
-                                        procedures: procedure,
-                                        reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
-                                        reconnect_timeout_ms: p.reconnect_timeout_ms,
-                                        load: true,
-                                        dispatch,
-                                        batch_wait_us_max: p.pg_batch_wait_us,
-                                        clients: p.pg_clients,
-                                        affinity,
-                                    };
-                                    config.validate()?;
-                                    let batches = mode != Mode::NoBatch;
-                                    let depth = config.effective_pipeline_depth();
-                                    let key = (
-                                        theta.to_bits(),
-                                        mode,
-                                        connections,
-                                        batches.then_some(batch_size),
-                                        depth,
-                                        procedure,
-                                        batches.then_some(dispatch),
-                                        (mode == Mode::Reorder && dispatch == Dispatch::Rolling).then_some(affinity),
-                                    );
-                                    if seen.contains(&key) {
-                                        continue;
-                                    }
-                                    seen.push(key);
-                                    let mut label = vec![("mode".to_owned(), mode.name().to_owned())];
-                                    if args.theta.len() > 1 {
-                                        label.push(("theta".into(), format!("{theta}")));
-                                    }
-                                    label.push(("conns".into(), connections.to_string()));
-                                    if p.pg_batch.len() > 1 {
-                                        label.push((
-                                            "batch".into(),
-                                            if batches { batch_size.to_string() } else { "-".into() },
-                                        ));
-                                    }
-                                    if p.pipeline_depth.len() > 1 {
-                                        label.push(("depth".into(), depth.to_string()));
-                                    }
-                                    if procedures.len() > 1 {
-                                        label.push(("procedures".into(), config.procedures.name().into()));
-                                    }
-                                    if dispatches.len() > 1 {
-                                        label.push((
-                                            "dispatch".into(),
-                                            if batches { dispatch.name().into() } else { "-".into() },
-                                        ));
-                                    }
-                                    if affinities.len() > 1 {
-                                        let rolling = mode == Mode::Reorder && dispatch == Dispatch::Rolling;
-                                        label.push((
-                                            "affinity".into(),
-                                            if rolling {
-                                                if affinity { "on" } else { "off" }.into()
-                                            } else {
-                                                "-".into()
-                                            },
-                                        ));
-                                    }
-                                    planned.push(planned_run(args, &workload_args, theta, config, &settings, label));
-                                }
-                            }
-                        }
-                    }
-                }
+        let mut seen = Vec::new();
+        let mut runs = Vec::new();
+        for config in &configs {
+            config.validate()?;
+            let mode = config.mode;
+            let batches = mode != Mode::NoBatch;
+            let rolling_reorder = mode == Mode::Reorder && config.dispatch == Dispatch::Rolling;
+            let group = config.effective_group_max();
+            let key = (
+                mode,
+                config.connections,
+                batches.then_some(config.batch_size),
+                config.effective_pipeline_depth(),
+                config.procedures,
+                batches.then_some(config.dispatch),
+                (batches && config.dispatch == Dispatch::Rolling).then_some(config.effective_clients()),
+                rolling_reorder.then_some(config.affinity),
+                (rolling_reorder && config.affinity).then_some(config.affinity_backlog_max),
+                group,
+                (group > 1).then_some((config.group_form, config.group_retry)),
+            );
+            if seen.contains(&key) {
+                continue;
             }
+            seen.push(key);
+            let mut label = vec![("mode".to_owned(), mode.name().to_owned())];
+            if args.theta.len() > 1 {
+                label.push(("theta".into(), format!("{theta}")));
+            }
+            label.push(("conns".into(), config.connections.to_string()));
+            let dash = || "-".to_owned();
+            if p.pg_batch.len() > 1 {
+                label.push(("batch".into(), if batches { config.batch_size.to_string() } else { dash() }));
+            }
+            if p.pipeline_depth.len() > 1 {
+                label.push(("depth".into(), config.effective_pipeline_depth().to_string()));
+            }
+            if procedures.len() > 1 {
+                label.push(("procedures".into(), config.procedures.name().into()));
+            }
+            if dispatches.len() > 1 {
+                label.push(("dispatch".into(), if batches { config.dispatch.name().into() } else { dash() }));
+            }
+            if p.pg_clients.len() > 1 {
+                let rolling = batches && config.dispatch == Dispatch::Rolling;
+                label.push(("clients".into(), if rolling { config.effective_clients().to_string() } else { dash() }));
+            }
+            let on_off = |on: bool| if on { "on" } else { "off" }.to_owned();
+            if affinities.len() > 1 {
+                label.push(("affinity".into(), if rolling_reorder { on_off(config.affinity) } else { dash() }));
+            }
+            if p.pg_affinity_backlog.len() > 1 {
+                let bounded = rolling_reorder && config.affinity;
+                label.push((
+                    "backlog".into(),
+                    if bounded { backlog_label(config.affinity_backlog_max) } else { dash() },
+                ));
+            }
+            label.push(("group".into(), group.to_string()));
+            if group_forms.len() > 1 {
+                label.push(("form".into(), if group > 1 { config.group_form.name().into() } else { dash() }));
+            }
+            if group_retries.len() > 1 {
+                label.push(("retry".into(), if group > 1 { config.group_retry.name().into() } else { dash() }));
+            }
+            runs.push((config.clone(), label));
+        }
+        // The group column only when it differs between the configurations.
+        let groups_vary = runs.iter().any(|(c, _)| c.effective_group_max() != runs[0].0.effective_group_max());
+        for (config, mut label) in runs {
+            if !groups_vary {
+                label.retain(|(column, _)| column != "group");
+            }
+            planned.push(planned_run(args, &workload_args, theta, config, &settings, label));
         }
     }
     Ok(planned)
+}
+
+/// Replaces every configuration by one copy per value, set by `set`.
+fn expand<T>(configs: &mut Vec<TierConfig>, values: &[T], set: impl Fn(&mut TierConfig, &T)) {
+    *configs = configs
+        .iter()
+        .flat_map(|config| {
+            values.iter().map(|value| {
+                let mut config = config.clone();
+                set(&mut config, value);
+                config
+            })
+        })
+        .collect();
+}
+
+fn backlog_label(backlog_max: usize) -> String {
+    if backlog_max == 0 { "unbounded".into() } else { backlog_max.to_string() }
 }
 
 fn planned_run(
@@ -250,8 +351,18 @@ fn planned_run(
         if config.dispatch == Dispatch::Rolling {
             knobs.insert("batch_wait_us".into(), config.batch_wait_us_max.into());
             knobs.insert("clients".into(), config.effective_clients().into());
-            knobs.insert("affinity".into(), (config.affinity && config.mode == Mode::Reorder).into());
+            let affinity = config.affinity && config.mode == Mode::Reorder;
+            knobs.insert("affinity".into(), affinity.into());
+            if affinity {
+                knobs.insert("affinity_backlog_max".into(), config.affinity_backlog_max.into());
+            }
         }
+    }
+    let group = config.effective_group_max();
+    knobs.insert("group".into(), group.into());
+    if group > 1 {
+        knobs.insert("group_form".into(), config.group_form.name().into());
+        knobs.insert("group_retry".into(), config.group_retry.name().into());
     }
     knobs.insert("url".into(), ordo_pgtier::connection::redact(&config.session.url).into());
     for (name, value) in settings {
@@ -280,14 +391,17 @@ fn planned_run(
             let rate = |cause| 100.0 * recorder.aborts(cause) as f64 / attempts;
             bar.suspend(|| {
                 eprintln!(
-                    "  {} conns={}: 40001 {:.2}%, 40P01 {:.2}%, deferred {:.2}%, lost {} of attempts; \
-                     in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
+                    "  {} conns={} group={}: 40001 {:.2}%, 40P01 {:.2}%, deferred {:.2}%, lost {} of attempts; \
+                     groups sent {} (mean {:.1} transactions); in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
                     config.mode.name(),
                     config.connections,
+                    config.effective_group_max(),
                     rate(ordo_harness::AbortCause::Serialization),
                     rate(ordo_harness::AbortCause::Deadlock),
                     rate(ordo_harness::AbortCause::Reorder),
                     recorder.aborts(ordo_harness::AbortCause::ConnectionLost),
+                    report.groups_sent,
+                    report.grouped_attempts as f64 / report.groups_sent.max(1) as f64,
                     report.in_doubt_resolved_committed,
                     report.in_doubt_resolved_rolled_back,
                     report.committed_writers,
@@ -299,6 +413,10 @@ fn planned_run(
             }
             let mut info = info.clone();
             info.seed = seed;
+            // The settings in force in the run's sessions (session-level SETs included).
+            for (name, value) in &report.settings {
+                info.config.insert(name.clone(), value.clone().into());
+            }
             Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
         }),
     }
