@@ -26,6 +26,18 @@ pub enum Mode {
 impl Mode {
     pub const ALL: [Mode; 5] = [Mode::Base, Mode::Batch, Mode::Sr, Mode::Vc, Mode::Srvc];
 
+    /// The threaded runtime's default flush interval (messages handled before a thread's
+    /// outboxes go to the other threads). Long intervals move messages in large batches, which
+    /// the batching modes want; `base`, which batches nothing, runs fastest with short ones
+    /// (measured at θ = 0.6-0.8, concurrency 100: 64 and 128 best for `base`, 256 for `srvc` at
+    /// 0.7 and 0.8; see BENCHMARKS.md).
+    pub fn messages_per_flush(self) -> usize {
+        match self {
+            Mode::Base => 64,
+            Mode::Batch | Mode::Sr | Mode::Vc | Mode::Srvc => 256,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::Base => "base",
@@ -175,6 +187,9 @@ pub struct PipelineConfig {
     /// How validator batches are reordered.
     pub reorder: FvsConfig,
     pub placement: Placement,
+    /// Threaded runtime: messages a thread handles before it flushes its outboxes to the other
+    /// threads; 0 picks the mode's default ([`Mode::messages_per_flush`]).
+    pub messages_per_flush: usize,
 }
 
 impl Default for PipelineConfig {
@@ -195,11 +210,17 @@ impl Default for PipelineConfig {
             reorder: FvsConfig::default(),
 
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
+            messages_per_flush: 0,
         }
     }
 }
 
 impl PipelineConfig {
+    /// The flush interval the threaded runtime uses.
+    pub fn effective_messages_per_flush(&self) -> usize {
+        if self.messages_per_flush == 0 { self.mode.messages_per_flush() } else { self.messages_per_flush }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = |field: &'static str, value: usize| {
             if value == 0 { Err(ConfigError::Invalid { field, reason: "must be at least 1".into() }) } else { Ok(()) }

@@ -37,8 +37,6 @@ use crate::node::Node;
 
 /// Messages handled between two clock reads.
 const MESSAGES_PER_CLOCK_READ: usize = 64;
-/// Messages handled before outboxes are flushed, even if more are queued.
-const MESSAGES_PER_FLUSH: usize = 256;
 /// Longest park when no timer is pending.
 const PARK_US_MAX: u64 = 1000;
 /// How long an idle thread polls its inbox before parking. Waking a parked thread costs a
@@ -137,6 +135,8 @@ struct Worker {
     recorder: Recorder,
     history: Option<Vec<CommitRecord>>,
     shared: Arc<Shared>,
+    /// Messages handled before the outboxes are flushed, even if more are queued.
+    messages_per_flush: usize,
 }
 
 impl Worker {
@@ -276,7 +276,7 @@ impl Worker {
                 }
             }
             let received = self.receive();
-            let handled = self.process(MESSAGES_PER_FLUSH);
+            let handled = self.process(self.messages_per_flush);
             let deadline = self.tick();
             self.flush();
             if !received && handled == 0 && self.local.is_empty() {
@@ -386,6 +386,7 @@ pub fn run_threaded(
             recorder: Recorder::new(measured),
             history: run.record_history.then(Vec::new),
             shared: Arc::clone(&shared),
+            messages_per_flush: config.effective_messages_per_flush(),
         };
         let handle = std::thread::Builder::new()
             .name(format!("ordo-pipeline-{thread}"))

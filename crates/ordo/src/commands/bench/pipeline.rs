@@ -62,6 +62,10 @@ pub struct PipelineArgs {
     /// Roles per thread: threads separated by `;`, roles by `,`.
     #[arg(long, default_value = PLACEMENT_DEFAULT)]
     pub placement: String,
+    /// Messages a runtime thread handles before flushing to the other threads (0: the mode's
+    /// default, 64 for base and 256 for the batching modes); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub flush_messages: Vec<usize>,
 }
 
 /// Builds one planned run per distinct configuration of the sweep.
@@ -99,7 +103,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 for &batch_size in &p.batch_size {
                     for &storage_batch_size in &p.storage_batch_size {
                         for (algorithm, policy, reorder) in &reorders {
-                            for &reorder_workers in &p.reorder_workers {
+                            let workers_and_flushes =
+                                p.reorder_workers.iter().flat_map(|w| std::iter::repeat(w).zip(&p.flush_messages));
+                            for (&reorder_workers, &messages_per_flush) in workers_and_flushes {
                                 let config = PipelineConfig {
                                     mode,
                                     concurrency,
@@ -113,6 +119,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     validator_batch_wait_us_max: p.batch_wait_us,
                                     reorder: *reorder,
                                     placement: placement.clone(),
+                                    messages_per_flush,
                                 };
                                 config.validate()?;
                                 // Knobs a mode ignores do not make a new configuration.
@@ -123,6 +130,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     mode.validator_batching().then_some(batch_size),
                                     mode.storage_batching().then_some(storage_batch_size),
                                     mode.validator_reordering().then(|| (algorithm.clone(), *policy, reorder_workers)),
+                                    config.effective_messages_per_flush(),
                                 );
                                 if seen.contains(&key) {
                                     continue;
@@ -170,6 +178,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                         if reorders_here { reorder_workers.to_string() } else { "-".into() },
                                     ));
                                 }
+                                if varies(p.flush_messages.len()) {
+                                    label.push(("flush".into(), config.effective_messages_per_flush().to_string()));
+                                }
                                 planned.push(planned_run(args, theta, config, label));
                             }
                         }
@@ -198,6 +209,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     knobs.insert("algorithm".into(), config.reorder.label().into());
     knobs.insert("policy".into(), config.reorder.policy.name().into());
     knobs.insert("placement".into(), config.placement.to_string().into());
+    knobs.insert("messages_per_flush".into(), config.effective_messages_per_flush().into());
 
     knobs.insert("threads".into(), config.placement.threads.len().into());
     let info = args.run_info("pipeline", args.workload.name(), config.mode.name().into(), theta, knobs);
