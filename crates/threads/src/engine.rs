@@ -130,7 +130,7 @@ struct Shared<'a, P: Protocol> {
     stop: AtomicBool,
     commits: Vec<CachePadded<AtomicU64>>,
     threads: usize,
-    /// Prefetch each transaction's footprint when it starts.
+    /// Request each transaction's footprint, and the next one's, when it starts.
     prefetch: bool,
     batch: Option<BatchFront>,
 }
