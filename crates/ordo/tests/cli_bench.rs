@@ -37,6 +37,9 @@ fn json_and_csv_follow_the_contract() {
     }
     assert_eq!(records[1]["mode"], "srvc");
     assert!(records[1]["batches"]["count"].as_u64().unwrap() > 0, "srvc plans batches");
+    // Each mode runs at its own default flush interval, and says which.
+    assert_eq!(records[0]["config"]["messages_per_flush"], 64);
+    assert_eq!(records[1]["config"]["messages_per_flush"], 256);
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 3);
     assert!(text.starts_with("engine,workload,mode,theta"));
@@ -93,4 +96,21 @@ fn bad_configuration_fails_before_running() {
     }
     ordo().args(["bench", "--concurrency", "lots"]).assert().code(2);
     ordo().args(["bench", "--duration", "0"]).assert().code(1).stderr(contains("--duration"));
+}
+
+#[test]
+fn flush_messages_overrides_the_mode_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    ordo()
+        .args(["bench", "--engine", "pipeline", "--mode", "base", "--theta", "0.5", "--flush-messages", "8,32"])
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(contains("flush"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flushes: Vec<&Value> = records.iter().map(|r| &r["config"]["messages_per_flush"]).collect();
+    assert_eq!(flushes, [8, 32]);
 }
