@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ordo_pgtier::attempt::{self, Attempt};
 use ordo_pgtier::cluster::find_bin_dir;
@@ -489,6 +489,35 @@ impl ReplyCutter {
     }
 }
 
+/// The last run id drawn on the cluster (0 before any), read directly rather than through the
+/// proxy.
+fn last_run_id(direct_url: &str) -> i64 {
+    block_on(async {
+        let client = ordo_pgtier::connection::connect_plain(direct_url).await.unwrap();
+        let drawn = client.query_one("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ordo_run_seq", &[]);
+        drawn.await.map_or(0, |row| row.get(0))
+    })
+}
+
+/// Waits (up to 30 s, or until `stop`) until a run with an id above `after` has committed a
+/// transaction: by then the tier has loaded, set its sessions up and read the server's
+/// settings, and a cut in any of those fails the run (clearly) by design.
+fn wait_for_commits(direct_url: &str, after: i64, stop: &AtomicBool) {
+    block_on(async {
+        let client = ordo_pgtier::connection::connect_plain(direct_url).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            // Fails until the first load has created the table.
+            let query = "SELECT EXISTS (SELECT 1 FROM ordo_txn WHERE id >= ($1::bigint + 1) << 32)";
+            let found = client.query_one(query, &[&after]).await;
+            if found.is_ok_and(|row| row.get(0)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+}
+
 #[test]
 fn replies_lost_after_commit_are_resolved_as_committed() {
     let Some(cluster) = TestCluster::start("lost-replies") else { return };
@@ -508,9 +537,9 @@ fn replies_lost_after_commit_are_resolved_as_committed() {
         let stop = Arc::new(AtomicBool::new(false));
         let arming = {
             let (stop, armed) = (Arc::clone(&stop), Arc::clone(&cutter.armed));
+            let (direct, after) = (cluster.url(), last_run_id(&cluster.url()));
             std::thread::spawn(move || {
-                // After loading and setting the sessions up (a cut there fails the run, clearly).
-                std::thread::sleep(Duration::from_millis(600));
+                wait_for_commits(&direct, after, &stop);
                 while !stop.load(Ordering::Relaxed) {
                     armed.store(true, Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(40));
