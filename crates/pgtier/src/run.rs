@@ -502,6 +502,28 @@ async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String,
     Ok(settings)
 }
 
+/// Indexes the footprints of the batch's transactions (reusing `footprints`' buffers) and plans
+/// the batch into `plan`; returns how long planning took, in nanoseconds.
+fn plan_batch(
+    context: &Context<'_>,
+    dispatcher: &mut Dispatcher,
+    batch: &[Option<Pending>],
+    footprints: &mut Vec<TxnFootprint>,
+    plan: &mut BatchPlan,
+) -> Result<u64> {
+    let transactions = batch.iter().flatten();
+    footprints.resize_with(transactions.clone().count(), || TxnFootprint::new(Vec::new(), Vec::new()));
+    for (pending, footprint) in transactions.zip(footprints.iter_mut()) {
+        footprint.reads.clear();
+        footprint.writes.clear();
+        context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
+        footprint.restarts = pending.restarts;
+    }
+    let planning = Instant::now();
+    dispatcher.plan(footprints, plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    Ok(planning.elapsed().as_nanos() as u64)
+}
+
 /// `nobatch`: each connection is a client running one transaction at a time, retrying it
 /// until it settles.
 async fn run_nobatch(
@@ -583,16 +605,7 @@ async fn run_batches(
                 batch.push(Some(context.pending(&mut rng)));
             }
         }
-        footprints.clear();
-        for pending in batch.iter().flatten() {
-            let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
-            context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
-            footprint.restarts = pending.restarts;
-            footprints.push(footprint);
-        }
-        let planning = Instant::now();
-        dispatcher.plan(&footprints, &mut plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
-        let reorder_ns = planning.elapsed().as_nanos() as u64;
+        let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, &mut plan)?;
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in &plan.deferred {
             let mut pending = batch[position].take().expect("positions are distinct");
@@ -775,16 +788,8 @@ async fn rolling_tier(
         batch.clear();
         let take = intake.len().min(config.batch_size);
         batch.extend(intake.drain(..take).map(Some));
-        footprints.clear();
-        for pending in batch.iter().flatten() {
-            let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
-            context.workload.footprint(&pending.txn, &mut footprint.reads, &mut footprint.writes);
-            footprint.restarts = pending.restarts;
-            footprints.push(footprint);
-        }
-        let planning = Instant::now();
-        dispatcher.plan(&footprints, &mut plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
-        tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), planning.elapsed().as_nanos() as u64);
+        let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, &mut plan)?;
+        tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in plan.deferred.iter().rev() {
             let mut pending = batch[position].take().expect("positions are distinct");
             tally.recorder.abort(now_us, AbortCause::Reorder);
