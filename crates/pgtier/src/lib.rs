@@ -82,7 +82,7 @@ pub mod schema;
 pub use attempt::Procedures;
 pub use cluster::Cluster;
 pub use connection::{Isolation, SessionConfig};
-pub use dispatch::{BatchPlan, Dispatcher, Mode};
+pub use dispatch::{BatchPlan, Busy, Dispatcher, Mode, Pin, Placement};
 pub use error::{PgError, Result};
 pub use group::{GroupForm, GroupRetry};
 pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};

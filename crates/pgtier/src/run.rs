@@ -33,7 +33,7 @@ use tokio::sync::Notify;
 
 use crate::attempt::{self, Attempt, Procedures};
 use crate::connection::{Conn, Failure, SessionConfig, connect_plain, redact};
-use crate::dispatch::{BatchPlan, Dispatcher, Mode};
+use crate::dispatch::{BatchPlan, Busy, Dispatcher, Mode, Pin, Placement};
 use crate::error::{PgError, Result};
 use crate::group::{self, Decided, GroupForm, GroupRetry, Member};
 use crate::schema;
@@ -85,6 +85,8 @@ pub struct TierConfig {
     /// Affinity prefers a connection only while fewer than this many transactions are queued or
     /// running there (0: no bound).
     pub affinity_backlog_max: usize,
+    /// How reorder mode places a batch on the connections (`dispatch` module docs).
+    pub placement: Placement,
     /// Transactions per server transaction (1: each its own, as in nobatch); batch and reorder
     /// with functions only.
     pub group_max: usize,
@@ -502,6 +504,14 @@ async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String,
     Ok(settings)
 }
 
+/// What the rolling dispatcher knows of its connections when it plans a batch: per connection,
+/// the written keys of the transactions queued or running there, and how many those are.
+#[derive(Clone, Copy)]
+struct LaneState<'a> {
+    keys: &'a [HashMap<u64, u32>],
+    loads: &'a [usize],
+}
+
 /// Indexes the footprints of the batch's transactions (reusing `footprints`' buffers) and plans
 /// the batch into `plan`; returns how long planning took, in nanoseconds.
 fn plan_batch(
@@ -509,6 +519,8 @@ fn plan_batch(
     dispatcher: &mut Dispatcher,
     batch: &[Option<Pending>],
     footprints: &mut Vec<TxnFootprint>,
+    lanes: Option<LaneState<'_>>,
+    pins: &mut Vec<Pin>,
     plan: &mut BatchPlan,
 ) -> Result<u64> {
     let transactions = batch.iter().flatten();
@@ -520,7 +532,24 @@ fn plan_batch(
         footprint.restarts = pending.restarts;
     }
     let planning = Instant::now();
-    dispatcher.plan(footprints, plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    let busy = match lanes {
+        None => Busy::default(),
+        Some(LaneState { keys: lane_keys, loads }) => {
+            pins.clear();
+            pins.extend(footprints.iter().map(|footprint| {
+                let mut pin = Pin::Free;
+                for (lane, keys) in lane_keys.iter().enumerate() {
+                    if !keys.is_empty() && footprint.reads.iter().chain(&footprint.writes).any(|k| keys.contains_key(k))
+                    {
+                        pin = pin.and(lane);
+                    }
+                }
+                pin
+            }));
+            Busy { pins, loads }
+        }
+    };
+    dispatcher.plan(footprints, busy, plan).map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     Ok(planning.elapsed().as_nanos() as u64)
 }
 
@@ -577,8 +606,9 @@ async fn run_batches(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, conns.len(), config.effective_group_max(), config.reorder)
-        .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    let mut dispatcher =
+        Dispatcher::new(config.mode, config.placement, conns.len(), config.effective_group_max(), config.reorder)
+            .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);
     let mut carry: Vec<Pending> = Vec::new();
@@ -605,7 +635,8 @@ async fn run_batches(
                 batch.push(Some(context.pending(&mut rng)));
             }
         }
-        let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, &mut plan)?;
+        let reorder_ns =
+            plan_batch(context, &mut dispatcher, &batch, &mut footprints, None, &mut Vec::new(), &mut plan)?;
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in &plan.deferred {
             let mut pending = batch[position].take().expect("positions are distinct");
@@ -710,8 +741,14 @@ async fn rolling_tier(
     end_us: u64,
 ) -> Result<Tally> {
     let config = context.config;
-    let mut dispatcher = Dispatcher::new(config.mode, lanes.queues.len(), config.effective_group_max(), config.reorder)
-        .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
+    let mut dispatcher = Dispatcher::new(
+        config.mode,
+        config.placement,
+        lanes.queues.len(),
+        config.effective_group_max(),
+        config.reorder,
+    )
+    .map_err(|e| PgError::invalid("reorder", e.to_string()))?;
     let mut rng = rng_from_seed(spec.seed);
     let mut tally = Tally::new(window, spec.record_ledger);
     let mut intake: VecDeque<Pending> = (0..config.effective_clients()).map(|_| context.pending(&mut rng)).collect();
@@ -724,6 +761,7 @@ async fn rolling_tier(
     let mut lane_keys: Vec<HashMap<u64, u32>> = lanes.queues.iter().map(|_| HashMap::default()).collect();
     // Per connection: transactions queued or running there.
     let mut lane_load: Vec<usize> = vec![0; lanes.queues.len()];
+    let mut pins: Vec<Pin> = Vec::new();
     let mut footprint = TxnFootprint::new(Vec::new(), Vec::new());
     let drain_end_us = end_us + DRAIN_MS_MAX * 1000;
     loop {
@@ -788,7 +826,10 @@ async fn rolling_tier(
         batch.clear();
         let take = intake.len().min(config.batch_size);
         batch.extend(intake.drain(..take).map(Some));
-        let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, &mut plan)?;
+        // The components placement sees what the connections still run (with affinity on).
+        let placing = config.mode == Mode::Reorder && config.placement == Placement::Components && config.affinity;
+        let state = placing.then_some(LaneState { keys: &lane_keys, loads: &lane_load });
+        let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, state, &mut pins, &mut plan)?;
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in plan.deferred.iter().rev() {
             let mut pending = batch[position].take().expect("positions are distinct");
@@ -797,9 +838,10 @@ async fn rolling_tier(
             pending.queued_us = now_us;
             intake.push_front(pending);
         }
-        // Each planned queue goes to a distinct connection: the one already holding the most
-        // of its balance keys (earlier batches still running there would conflict with it on
-        // any other connection), then the one with the shortest backlog; longest queues first.
+        // Each planned queue goes to a distinct connection: the planner's (components placement),
+        // or the one already holding the most of its balance keys (earlier batches still running
+        // there would conflict with it on any other connection), then the one with the shortest
+        // backlog; longest queues first.
         let mut planned: Vec<usize> = (0..plan.queues.len()).filter(|&q| !plan.queues[q].is_empty()).collect();
         planned.sort_by_key(|&q| std::cmp::Reverse(plan.queues[q].len()));
         taken.clear();
@@ -812,17 +854,21 @@ async fn rolling_tier(
                     .map(|key| lane_keys[lane].get(key).copied().unwrap_or(0))
                     .sum()
             };
-            let lane = (0..lanes.queues.len())
-                .filter(|&lane| !taken[lane])
-                .max_by_key(|&lane| {
-                    // `batch` mode does not look at conflicts, so affinity is reorder's alone; a
-                    // connection with a long backlog is not preferred (its queue would only grow).
-                    let bounded = config.affinity_backlog_max == 0 || lane_load[lane] < config.affinity_backlog_max;
-                    let affinity =
-                        if config.affinity && config.mode == Mode::Reorder && bounded { overlap(lane) } else { 0 };
-                    (affinity, std::cmp::Reverse(lanes.queues[lane].borrow().len()))
-                })
-                .expect("no more planned queues than connections");
+            let lane = if plan.placed {
+                q
+            } else {
+                (0..lanes.queues.len())
+                    .filter(|&lane| !taken[lane])
+                    .max_by_key(|&lane| {
+                        // `batch` mode does not look at conflicts, so affinity is reorder's alone; a
+                        // connection with a long backlog is not preferred (its queue would only grow).
+                        let bounded = config.affinity_backlog_max == 0 || lane_load[lane] < config.affinity_backlog_max;
+                        let affinity =
+                            if config.affinity && config.mode == Mode::Reorder && bounded { overlap(lane) } else { 0 };
+                        (affinity, std::cmp::Reverse(lanes.queues[lane].borrow().len()))
+                    })
+                    .expect("no more planned queues than connections")
+            };
             taken[lane] = true;
             let mut queue = lanes.queues[lane].borrow_mut();
             for &position in &plan.queues[q] {

@@ -12,8 +12,8 @@ use indicatif::ProgressBar;
 use ordo_harness::RunResult;
 use ordo_pgtier::run::{DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
 use ordo_pgtier::{
-    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Procedures, RunSpec, SessionConfig, TierConfig,
-    run_blocking,
+    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Placement, Procedures, RunSpec, SessionConfig,
+    TierConfig, run_blocking,
 };
 use ordo_reorder::{FvsConfig, Policy};
 
@@ -65,6 +65,12 @@ pub struct PgBenchArgs {
     /// this many transactions are queued or running there (0: no bound); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub pg_affinity_backlog: Vec<usize>,
+    /// reorder: how a batch is placed on connections: components (conflict components, none
+    /// shared between connections, including with what they still run; bridges deferred) or
+    /// thread-aware (the paper's equal shares, with a feedback vertex set of the cycles between
+    /// them deferred); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "components")]
+    pub pg_placement: Vec<String>,
     /// batch and reorder: transactions per server transaction (1: off, each its own; default
     /// 16; nobatch refuses more than 1); a list sweeps.
     #[arg(long, value_delimiter = ',')]
@@ -129,6 +135,11 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             "off" => Ok(false),
             other => Err(anyhow::anyhow!("--pg-affinity `{other}`: expected on or off")),
         })
+        .collect::<Result<_>>()?;
+    let placements: Vec<Placement> = p
+        .pg_placement
+        .iter()
+        .map(|s| s.parse::<Placement>().map_err(|e| anyhow::anyhow!("--pg-placement {e}")))
         .collect::<Result<_>>()?;
     let group_forms: Vec<GroupForm> = p
         .pg_group_form
@@ -206,6 +217,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         clients: 0,
         affinity: true,
         affinity_backlog_max: 0,
+        placement: Placement::Components,
         group_max: 1,
         group_form: GroupForm::Function,
         group_retry: GroupRetry::Halve,
@@ -221,6 +233,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     expand(&mut configs, &p.pg_clients, |c, &n| c.clients = n);
     expand(&mut configs, &affinities, |c, &affinity| c.affinity = affinity);
     expand(&mut configs, &p.pg_affinity_backlog, |c, &n| c.affinity_backlog_max = n);
+    expand(&mut configs, &placements, |c, &placement| c.placement = placement);
     expand(&mut configs, &groups, |c, &group| {
         let grouping = c.mode != Mode::NoBatch && c.procedures == Procedures::Functions;
         c.group_max = group.unwrap_or(if grouping { GROUP_MAX_DEFAULT } else { 1 });
@@ -249,6 +262,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 (batches && config.dispatch == Dispatch::Rolling).then_some(config.effective_clients()),
                 rolling_reorder.then_some(config.affinity),
                 (rolling_reorder && config.affinity).then_some(config.affinity_backlog_max),
+                (mode == Mode::Reorder).then_some(config.placement),
                 group,
                 (group > 1).then_some((config.group_form, config.group_retry)),
             );
@@ -288,6 +302,10 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                     "backlog".into(),
                     if bounded { backlog_label(config.affinity_backlog_max) } else { dash() },
                 ));
+            }
+            if placements.len() > 1 {
+                let reorder = mode == Mode::Reorder;
+                label.push(("placement".into(), if reorder { config.placement.name().into() } else { dash() }));
             }
             label.push(("group".into(), group.to_string()));
             if group_forms.len() > 1 {
@@ -357,6 +375,9 @@ fn planned_run(
                 knobs.insert("affinity_backlog_max".into(), config.affinity_backlog_max.into());
             }
         }
+    }
+    if config.mode == Mode::Reorder {
+        knobs.insert("placement".into(), config.placement.name().into());
     }
     let group = config.effective_group_max();
     knobs.insert("group".into(), group.into());
