@@ -47,6 +47,11 @@ fn bad_pg_input_is_a_clear_error() {
         .assert()
         .failure()
         .stderr(contains("expected keep, halve or single"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-placement", "spread"])
+        .assert()
+        .failure()
+        .stderr(contains("--pg-placement `spread`: expected thread-aware or components"));
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     ordo()
         .args(["bench", "--engine", "pg", "--url", &format!("postgres://ordo:secret@127.0.0.1:{closed}/postgres")])
@@ -101,8 +106,17 @@ fn start_bench_status_stop() {
         let group = if record["mode"] == "nobatch" { 1 } else { 16 };
         assert_eq!(record["config"]["group"], group, "results state the group size");
         assert_eq!(record["config"]["deadlock_timeout"], "20ms", "results state the session's deadlock_timeout");
+        assert_eq!(record["config"]["max_pred_locks_per_page"], "64", "the cluster runs with ordo.conf's settings");
+        let placement = if record["mode"] == "reorder" { Value::from("components") } else { Value::Null };
+        assert_eq!(record["config"]["placement"], placement, "reorder states its placement");
     }
     ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("1000 customers"));
+    ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));
+    // A second start rewrites ordo.conf and includes it once, not twice.
+    ordo().args(["pg", "start"]).args(&cluster).assert().success();
+    let conf = std::fs::read_to_string(dir.join("postgresql.conf")).unwrap();
+    assert_eq!(conf.matches("include_if_exists = 'ordo.conf'").count(), 1, "{conf}");
+    assert!(std::fs::read_to_string(dir.join("ordo.conf")).unwrap().contains("max_pred_locks_per_page = 64"));
     ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));
     let _ = std::fs::remove_dir_all(&dir);
 }

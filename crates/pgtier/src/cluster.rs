@@ -4,7 +4,7 @@
 //! (PostgreSQL refuses to run as root) and the directory is handed to that user.
 //!
 //! ```text
-//!   ordo pg start ──> initdb -D DIR (once) ──> postgresql.conf += BENCHMARK_SETTINGS ──> pg_ctl start
+//!   ordo pg start ──> initdb -D DIR (once) ──> DIR/ordo.conf = BENCHMARK_SETTINGS ──> pg_ctl start
 //!   ordo pg stop  ──> pg_ctl stop -m fast
 //! ```
 
@@ -19,7 +19,10 @@ pub const CLUSTER_PASSWORD: &str = "ordo";
 /// The default port of `ordo pg start` (not 5432, so a system server is left alone).
 pub const PORT_DEFAULT: u16 = 5433;
 
-/// Settings written into a new cluster's postgresql.conf, with why.
+/// The file in the data directory that holds BENCHMARK_SETTINGS.
+const SETTINGS_FILE: &str = "ordo.conf";
+
+/// Settings the cluster runs with (rewritten into `ordo.conf` at every start), with why.
 pub const BENCHMARK_SETTINGS: &[(&str, &str, &str)] = &[
     ("max_connections", "100", "the connection sweep goes to 32, plus tests and monitoring"),
     ("shared_buffers", "512MB", "SmallBank's 100K customers (~30 MB) and their indexes stay cached"),
@@ -29,6 +32,11 @@ pub const BENCHMARK_SETTINGS: &[(&str, &str, &str)] = &[
     ("max_wal_size", "4GB", "no checkpoint storms inside a 10 s run"),
     ("checkpoint_timeout", "15min", "idem"),
     ("max_pred_locks_per_transaction", "128", "SERIALIZABLE's predicate locks never run out"),
+    (
+        "max_pred_locks_per_page",
+        "64",
+        "up to 64 row locks of a page before SSI makes them one page lock (default 2): the hottest customers share a page",
+    ),
     ("listen_addresses", "'127.0.0.1'", "loopback only: the cluster has a well-known password"),
     ("log_min_messages", "warning", "quiet logs"),
 ];
@@ -78,6 +86,7 @@ impl Cluster {
         if self.running()? {
             return Ok(false);
         }
+        self.write_settings()?;
         let output = Self::run_as_server_user(
             &bin.join("pg_ctl"),
             &[
@@ -177,16 +186,30 @@ impl Cluster {
                 String::from_utf8_lossy(&output.stderr).trim()
             )));
         }
-        let mut conf = String::from("\n# ordo pg start: settings for benchmarking\n");
+        Ok(())
+    }
+
+    /// Writes BENCHMARK_SETTINGS into `ordo.conf` in the data directory, and makes
+    /// postgresql.conf include it last (once), so every start runs with this ordo's settings,
+    /// also on a cluster an older ordo created.
+    fn write_settings(&self) -> Result<()> {
+        let mut conf = String::from("# written by `ordo pg start` at every start: settings for benchmarking\n");
         for (name, value, why) in BENCHMARK_SETTINGS {
             conf.push_str(&format!("{name} = {value}    # {why}\n"));
         }
+        let ordo_conf = self.data_dir.join(SETTINGS_FILE);
+        std::fs::write(&ordo_conf, conf)
+            .map_err(|source| PgError::Io { context: format!("cannot write {}", ordo_conf.display()), source })?;
         let conf_path = self.data_dir.join("postgresql.conf");
         let mut existing = std::fs::read_to_string(&conf_path)
             .map_err(|source| PgError::Io { context: format!("cannot read {}", conf_path.display()), source })?;
-        existing.push_str(&conf);
-        std::fs::write(&conf_path, existing)
-            .map_err(|source| PgError::Io { context: format!("cannot write {}", conf_path.display()), source })
+        let include = format!("include_if_exists = '{SETTINGS_FILE}'");
+        if !existing.lines().any(|line| line.trim() == include) {
+            existing.push_str(&format!("\n# ordo pg start: benchmark settings (last, so they win)\n{include}\n"));
+            std::fs::write(&conf_path, existing)
+                .map_err(|source| PgError::Io { context: format!("cannot write {}", conf_path.display()), source })?;
+        }
+        self.hand_to_server_user(&ordo_conf)
     }
 
     /// As root, makes `path` and the data directory's parents usable by the `postgres` user.

@@ -493,6 +493,7 @@ async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String,
         "default_transaction_isolation",
         "wal_sync_method",
         "deadlock_timeout",
+        "max_pred_locks_per_page",
     ] {
         let value: String = client
             .query_one(&format!("SHOW {name}"), &[])
@@ -826,9 +827,11 @@ async fn rolling_tier(
         batch.clear();
         let take = intake.len().min(config.batch_size);
         batch.extend(intake.drain(..take).map(Some));
-        // The components placement sees what the connections still run (with affinity on).
-        let placing = config.mode == Mode::Reorder && config.placement == Placement::Components && config.affinity;
-        let state = placing.then_some(LaneState { keys: &lane_keys, loads: &lane_load });
+        // The components placement sees how loaded the connections are and, with affinity on,
+        // which keys they still run.
+        let placing = config.mode == Mode::Reorder && config.placement == Placement::Components;
+        let keys: &[HashMap<u64, u32>] = if config.affinity { &lane_keys } else { &[] };
+        let state = placing.then_some(LaneState { keys, loads: &lane_load });
         let reorder_ns = plan_batch(context, &mut dispatcher, &batch, &mut footprints, state, &mut pins, &mut plan)?;
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in plan.deferred.iter().rev() {
