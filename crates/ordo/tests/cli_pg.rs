@@ -51,7 +51,7 @@ fn bad_pg_input_is_a_clear_error() {
         .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-placement", "spread"])
         .assert()
         .failure()
-        .stderr(contains("--pg-placement `spread`: expected thread-aware or components"));
+        .stderr(contains("--pg-placement `spread`: expected auto, components or thread-aware"));
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     ordo()
         .args(["bench", "--engine", "pg", "--url", &format!("postgres://ordo:secret@127.0.0.1:{closed}/postgres")])
@@ -110,6 +110,16 @@ fn start_bench_status_stop() {
         let placement = if record["mode"] == "reorder" { Value::from("components") } else { Value::Null };
         assert_eq!(record["config"]["placement"], placement, "reorder states its placement");
     }
+    // Without grouping, auto placement is the paper's.
+    ordo()
+        .args(["bench", "--engine", "pg", "--url", &url, "--mode", "reorder", "--connections", "2", "--pg-group", "1"])
+        .args(["--keys", "1000", "--theta", "0.9", "--duration", "0.3", "--warmup", "0.1", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(records[0]["config"]["placement"], "thread-aware");
     ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("1000 customers"));
     ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));
     // A second start rewrites ordo.conf and includes it once, not twice.

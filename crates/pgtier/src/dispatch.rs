@@ -8,7 +8,7 @@
 //!             ThreadAssigner -> Q equal queues, conflicting transactions together;
 //!             Reorderer over the dependencies *between* queues -> defer a feedback vertex
 //!             set of their cycles to the next batch; each queue in the plan's serial order
-//!   reorder, placement components (the default):
+//!   reorder, placement components (the CLI's default with grouping):
 //!             conflict components of the batch, joined with the connections whose running
 //!             transactions they touch -> a component touching one busy connection goes
 //!             there; one touching several is deferred; the free ones are packed (largest

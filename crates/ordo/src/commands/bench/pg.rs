@@ -66,10 +66,11 @@ pub struct PgBenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub pg_affinity_backlog: Vec<usize>,
     /// reorder: how a batch is placed on connections: components (conflict components, none
-    /// shared between connections, including with what they still run; bridges deferred) or
+    /// shared between connections, including with what they still run; bridges deferred),
     /// thread-aware (the paper's equal shares, with a feedback vertex set of the cycles between
-    /// them deferred); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "components")]
+    /// them deferred), or auto (components with grouping, thread-aware without: the faster of
+    /// the two as measured); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_placement: Vec<String>,
     /// batch and reorder: transactions per server transaction (1: off, each its own; default
     /// 16; nobatch refuses more than 1); a list sweeps.
@@ -136,10 +137,17 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             other => Err(anyhow::anyhow!("--pg-affinity `{other}`: expected on or off")),
         })
         .collect::<Result<_>>()?;
-    let placements: Vec<Placement> = p
+    // None: auto, decided per configuration once its group size is known.
+    let placements: Vec<Option<Placement>> = p
         .pg_placement
         .iter()
-        .map(|s| s.parse::<Placement>().map_err(|e| anyhow::anyhow!("--pg-placement {e}")))
+        .map(|s| match s.as_str() {
+            "auto" => Ok(None),
+            s => s
+                .parse::<Placement>()
+                .map(Some)
+                .map_err(|_| anyhow::anyhow!("--pg-placement `{s}`: expected auto, components or thread-aware")),
+        })
         .collect::<Result<_>>()?;
     let group_forms: Vec<GroupForm> = p
         .pg_group_form
@@ -233,13 +241,18 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     expand(&mut configs, &p.pg_clients, |c, &n| c.clients = n);
     expand(&mut configs, &affinities, |c, &affinity| c.affinity = affinity);
     expand(&mut configs, &p.pg_affinity_backlog, |c, &n| c.affinity_backlog_max = n);
-    expand(&mut configs, &placements, |c, &placement| c.placement = placement);
     expand(&mut configs, &groups, |c, &group| {
         let grouping = c.mode != Mode::NoBatch && c.procedures == Procedures::Functions;
         c.group_max = group.unwrap_or(if grouping { GROUP_MAX_DEFAULT } else { 1 });
     });
     expand(&mut configs, &group_forms, |c, &form| c.group_form = form);
     expand(&mut configs, &group_retries, |c, &retry| c.group_retry = retry);
+    expand(&mut configs, &placements, |c, &placement| {
+        // Without grouping, components pins each hot component's transactions to one
+        // connection, one commit flush each, and the paper's placement is faster (BENCHMARKS.md).
+        let grouped = c.effective_group_max() > 1;
+        c.placement = placement.unwrap_or(if grouped { Placement::Components } else { Placement::ThreadAware });
+    });
 
     let mut planned = Vec::new();
     for &theta in &args.theta {
