@@ -16,7 +16,9 @@ pub struct Claim {
     pub paper: String,
     /// ordo's value, computed from the data files.
     pub ordo: String,
-    /// Whether ordo agrees with the paper's direction, when that is a yes/no question.
+    /// Whether ordo's effect goes the paper's way (e.g. reordering helps rather than hurts),
+    /// when that is a yes/no question. Only the direction: how large the effect is, against the
+    /// paper's, is for the reader to compare in the same row.
     pub agrees: Option<bool>,
 }
 
@@ -83,11 +85,11 @@ impl Report {
             let _ = writeln!(out, "## {}\n", experiment.title);
             let _ = writeln!(out, "Command: `{}`\n", experiment.command);
             if !experiment.claims.is_empty() {
-                out.push_str("| quantity | paper | ordo | |\n|---|---|---|---|\n");
+                out.push_str("| quantity | paper | ordo | direction |\n|---|---|---|---|\n");
                 for claim in &experiment.claims {
                     let verdict = match claim.agrees {
-                        Some(true) => "agrees",
-                        Some(false) => "differs",
+                        Some(true) => "same as the paper's",
+                        Some(false) => "opposite",
                         None => "",
                     };
                     let _ = writeln!(out, "| {} | {} | {} | {verdict} |", claim.quantity, claim.paper, claim.ordo);
@@ -145,7 +147,8 @@ mod tests {
         let text = report.to_markdown();
         for expected in [
             "- Revision: `abc1234`",
-            "| srvc / base at θ=0.8 | ~2.5x | 1.7x | agrees |",
+            "| quantity | paper | ordo | direction |",
+            "| srvc / base at θ=0.8 | ~2.5x | 1.7x | same as the paper's |",
             "![Throughput](modes_tps.png)",
             "[modes.json](modes.json)",
             "Command: `ordo bench --mode base,srvc`",

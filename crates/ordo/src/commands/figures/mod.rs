@@ -115,7 +115,9 @@ fn write_report(args: &FiguresArgs, ctx: &Context, sections: &[ExperimentReport]
             "Each point: {} s measured after {} s of warm-up, {} run{} per point{}. Ratios are ordo's own, \
              measured in the same sweep; the paper's values are read off its figures or quoted from its text \
              (Ding, Kot, Gehrke, PVLDB 12(2), 2018). Compare shapes and ratios, not absolute numbers: the \
-             paper ran a Java prototype on a 16 GB Xeon E5-2630.",
+             paper ran a Java prototype on a 16 GB Xeon E5-2630. The direction column says only whether \
+             ordo's effect goes the paper's way; where its size falls short of the paper's, the notes and \
+             BENCHMARKS.md say why.",
             ctx.duration_s,
             ctx.warmup_s,
             ctx.runs,
