@@ -41,6 +41,10 @@ enum Command {
 }
 
 fn main() {
+    // Die quietly when a reader such as `head` closes the pipe, as Unix tools do, instead of
+    // panicking in `println!` (Rust ignores SIGPIPE by default). Result files are written as
+    // runs finish, so nothing measured is lost.
+    sigpipe::reset();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => commands::bench::run(&args),

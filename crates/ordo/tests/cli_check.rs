@@ -92,3 +92,24 @@ fn malformed_input_names_the_line() {
         .stderr(contains("line 1: transaction 1 writes key 1 twice"));
     ordo().args(["check", "/no/such/history.jsonl"]).assert().code(1).stderr(contains("cannot open history file"));
 }
+
+/// A reader that closed the pipe (`ordo ... | head -1`) ends ordo the way it ends Unix tools,
+/// by SIGPIPE, not with a panic from `println!`.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_ordo_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let (_dir, path) = history_file(&SERIAL);
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("ordo"))
+        .arg("check")
+        .arg(&path)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(13), "expected SIGPIPE, got {:?}: {stderr}", output.status);
+}
