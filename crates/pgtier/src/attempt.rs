@@ -24,25 +24,7 @@ pub enum Procedures {
     Statements,
 }
 
-impl Procedures {
-    pub fn name(self) -> &'static str {
-        match self {
-            Procedures::Functions => "functions",
-            Procedures::Statements => "statements",
-        }
-    }
-}
-
-impl std::str::FromStr for Procedures {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "functions" => Ok(Procedures::Functions),
-            "statements" => Ok(Procedures::Statements),
-            other => Err(format!("`{other}`: expected functions or statements")),
-        }
-    }
-}
+named!(Procedures { Functions => "functions", Statements => "statements" });
 
 /// What one attempt came to.
 #[derive(Debug)]

@@ -43,27 +43,7 @@ pub enum Mode {
     Reorder,
 }
 
-impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::NoBatch, Mode::Batch, Mode::Reorder];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::NoBatch => "nobatch",
-            Mode::Batch => "batch",
-            Mode::Reorder => "reorder",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("`{s}`: expected nobatch, batch or reorder"))
-    }
-}
+named!(Mode { NoBatch => "nobatch", Batch => "batch", Reorder => "reorder" });
 
 /// How `reorder` places a batch's transactions on connections (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,26 +52,7 @@ pub enum Placement {
     Components,
 }
 
-impl Placement {
-    pub const ALL: [Placement; 2] = [Placement::ThreadAware, Placement::Components];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::ThreadAware => "thread-aware",
-            Placement::Components => "components",
-        }
-    }
-}
-
-impl std::str::FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Placement::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("`{s}`: expected thread-aware or components"))
-    }
-}
+named!(Placement { ThreadAware => "thread-aware", Components => "components" });
 
 /// What a transaction of the batch shares with transactions still queued or running on the
 /// connections (rolling dispatch): nothing, keys of one connection, or keys of several.
@@ -538,7 +499,7 @@ mod tests {
 
     #[test]
     fn placement_names_round_trip() {
-        for placement in Placement::ALL {
+        for &placement in Placement::ALL {
             assert_eq!(placement.name().parse::<Placement>().unwrap(), placement);
         }
         assert!("spread".parse::<Placement>().unwrap_err().contains("thread-aware or components"));

@@ -42,25 +42,7 @@ pub enum GroupForm {
     Function,
 }
 
-impl GroupForm {
-    pub fn name(self) -> &'static str {
-        match self {
-            GroupForm::Pipelined => "pipelined",
-            GroupForm::Function => "function",
-        }
-    }
-}
-
-impl std::str::FromStr for GroupForm {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "pipelined" => Ok(GroupForm::Pipelined),
-            "function" => Ok(GroupForm::Function),
-            other => Err(format!("`{other}`: expected pipelined or function")),
-        }
-    }
-}
+named!(GroupForm { Pipelined => "pipelined", Function => "function" });
 
 /// How large a group the members of a group that the server rolled back (40001, 40P01) may
 /// join on their retry.
@@ -74,15 +56,9 @@ pub enum GroupRetry {
     Single,
 }
 
-impl GroupRetry {
-    pub fn name(self) -> &'static str {
-        match self {
-            GroupRetry::Keep => "keep",
-            GroupRetry::Halve => "halve",
-            GroupRetry::Single => "single",
-        }
-    }
+named!(GroupRetry { Keep => "keep", Halve => "halve", Single => "single" });
 
+impl GroupRetry {
     /// The largest group a member of a failed group of `failed_len` may join next, given the
     /// limit `cap` it had.
     pub fn cap_after_conflict(self, failed_len: usize, cap: usize) -> usize {
@@ -90,18 +66,6 @@ impl GroupRetry {
             GroupRetry::Keep => cap,
             GroupRetry::Halve => (failed_len / 2).clamp(1, cap.max(1)),
             GroupRetry::Single => 1,
-        }
-    }
-}
-
-impl std::str::FromStr for GroupRetry {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "keep" => Ok(GroupRetry::Keep),
-            "halve" => Ok(GroupRetry::Halve),
-            "single" => Ok(GroupRetry::Single),
-            other => Err(format!("`{other}`: expected keep, halve or single")),
         }
     }
 }

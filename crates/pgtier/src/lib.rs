@@ -70,6 +70,42 @@
 //! transaction or group), [`dispatch`] (the planner, no I/O), [`group`] (splitting queues into
 //! server transactions and deciding in-doubt groups, no I/O), [`run`] (the driver).
 
+/// For an enum chosen by name on the command line: `ALL` (in the order an error lists them),
+/// `name`, and `FromStr`, from one list of variants and names.
+macro_rules! named {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                crate::parse_named(s, Self::ALL, Self::name)
+            }
+        }
+    };
+}
+
+/// The value of `all` called `s`, or an error that lists the names.
+fn parse_named<T: Copy>(s: &str, all: &[T], name: fn(T) -> &'static str) -> std::result::Result<T, String> {
+    all.iter().copied().find(|&v| name(v) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&v| name(v)).collect();
+        let (last, rest) = names.split_last().expect("a named enum has variants");
+        if rest.is_empty() {
+            format!("`{s}`: expected {last}")
+        } else {
+            format!("`{s}`: expected {} or {last}", rest.join(", "))
+        }
+    })
+}
+
 pub mod attempt;
 pub mod cluster;
 pub mod connection;
@@ -86,3 +122,16 @@ pub use dispatch::{BatchPlan, Busy, Dispatcher, Mode, Pin, Placement};
 pub use error::{PgError, Result};
 pub use group::{GroupForm, GroupRetry};
 pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_parse_and_errors_list_them() {
+        for &mode in crate::Mode::ALL {
+            assert_eq!(mode.name().parse::<crate::Mode>(), Ok(mode));
+        }
+        assert_eq!("x".parse::<crate::Mode>().unwrap_err(), "`x`: expected nobatch, batch or reorder");
+        assert_eq!("x".parse::<crate::Dispatch>().unwrap_err(), "`x`: expected barrier or rolling");
+        assert_eq!("x".parse::<crate::Procedures>().unwrap_err(), "`x`: expected functions or statements");
+    }
+}

@@ -105,25 +105,7 @@ pub enum Dispatch {
     Rolling,
 }
 
-impl Dispatch {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dispatch::Barrier => "barrier",
-            Dispatch::Rolling => "rolling",
-        }
-    }
-}
-
-impl std::str::FromStr for Dispatch {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "barrier" => Ok(Dispatch::Barrier),
-            "rolling" => Ok(Dispatch::Rolling),
-            other => Err(format!("`{other}`: expected barrier or rolling")),
-        }
-    }
-}
+named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 
 impl TierConfig {
     pub fn validate(&self) -> Result<()> {
