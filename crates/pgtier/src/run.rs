@@ -51,6 +51,10 @@ pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 pub const GROUP_MAX_LIMIT: usize = 1000;
 /// Transactions per batch.
 pub const BATCH_SIZE_DEFAULT: usize = 50;
+/// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
+pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
+/// Connections.
+pub const CONNECTIONS_DEFAULT: usize = 16;
 /// How long a broken connection may take to come back before the run fails.
 pub const RECONNECT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 /// Attempts of one transaction before it is reported failed.
@@ -108,6 +112,31 @@ pub enum Dispatch {
 named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 
 impl TierConfig {
+    /// The tier's defaults on `session`: reorder over 16 connections, rolling dispatch with
+    /// affinity, groups of 16 placed by conflict components, batches of 50.
+    pub fn new(session: SessionConfig) -> Self {
+        TierConfig {
+            session,
+            mode: Mode::Reorder,
+            connections: CONNECTIONS_DEFAULT,
+            batch_size: BATCH_SIZE_DEFAULT,
+            pipeline_depth: PIPELINE_DEPTH_DEFAULT,
+            procedures: Procedures::Functions,
+            reorder: FvsConfig::default(),
+            reconnect_timeout_ms: RECONNECT_TIMEOUT_MS_DEFAULT,
+            load: true,
+            dispatch: Dispatch::Rolling,
+            batch_wait_us_max: BATCH_WAIT_US_DEFAULT,
+            clients: 0,
+            affinity: true,
+            affinity_backlog_max: 0,
+            placement: Placement::Components,
+            group_max: GROUP_MAX_DEFAULT,
+            group_form: GroupForm::Function,
+            group_retry: GroupRetry::Halve,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.connections == 0 || self.connections > 1000 {
             return Err(PgError::invalid("connections", "must be between 1 and 1000"));

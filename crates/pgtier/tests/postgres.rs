@@ -19,7 +19,6 @@ use ordo_pgtier::{
     Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, PgError, Placement, Procedures, RunSpec, SessionConfig,
     TierConfig, run_blocking,
 };
-use ordo_reorder::FvsConfig;
 use ordo_workload::smallbank::{BALANCE, DEPOSIT_CHECKING, SEND_PAYMENT, STANDARD_MIX};
 use ordo_workload::{SmallBank, SmallBankConfig, Txn};
 
@@ -71,29 +70,19 @@ fn bank(seed: u64) -> SmallBank {
 
 fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -> TierConfig {
     TierConfig {
-        session: SessionConfig {
-            url: url.to_owned(),
-            isolation,
-            synchronous_commit: Some(false),
-            deadlock_timeout_ms: Some(20),
-        },
         mode,
         connections: 4,
         batch_size: 20,
         pipeline_depth: 4,
         procedures,
-        reorder: FvsConfig::default(),
-        reconnect_timeout_ms: 30_000,
-        load: true,
-        dispatch: Dispatch::Rolling,
         batch_wait_us_max: 500,
-        clients: 0,
-        affinity: true,
-        affinity_backlog_max: 0,
-        placement: Placement::Components,
         group_max: 1,
-        group_form: GroupForm::Function,
-        group_retry: GroupRetry::Halve,
+        ..TierConfig::new(SessionConfig {
+            url: url.to_owned(),
+            isolation,
+            synchronous_commit: Some(false),
+            deadlock_timeout_ms: Some(20),
+        })
     }
 }
 

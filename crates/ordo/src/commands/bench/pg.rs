@@ -10,7 +10,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_pgtier::run::{DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
+use ordo_pgtier::run::{
+    BATCH_WAIT_US_DEFAULT, DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT,
+};
 use ordo_pgtier::{
     Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Placement, Procedures, RunSpec, SessionConfig,
     TierConfig, run_blocking,
@@ -52,7 +54,7 @@ pub struct PgBenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "rolling")]
     pub pg_dispatch: Vec<String>,
     /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long (µs).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = BATCH_WAIT_US_DEFAULT)]
     pub pg_batch_wait_us: u64,
     /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0")]
@@ -205,30 +207,17 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         }
     }
 
+    // Every swept knob is set by `expand` below; these are the ones that are not swept.
     let base = TierConfig {
-        session: SessionConfig {
+        reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
+        reconnect_timeout_ms: p.reconnect_timeout_ms,
+        batch_wait_us_max: p.pg_batch_wait_us,
+        ..TierConfig::new(SessionConfig {
             url: url.clone(),
             isolation,
             synchronous_commit,
             deadlock_timeout_ms: (p.pg_deadlock_timeout_ms > 0).then_some(p.pg_deadlock_timeout_ms),
-        },
-        mode: Mode::Reorder,
-        connections: 1,
-        batch_size: 1,
-        pipeline_depth: 1,
-        procedures: Procedures::Functions,
-        reorder: FvsConfig::from_label("greedy_sort", Policy::ProdDegree)?,
-        reconnect_timeout_ms: p.reconnect_timeout_ms,
-        load: true,
-        dispatch: Dispatch::Rolling,
-        batch_wait_us_max: p.pg_batch_wait_us,
-        clients: 0,
-        affinity: true,
-        affinity_backlog_max: 0,
-        placement: Placement::Components,
-        group_max: 1,
-        group_form: GroupForm::Function,
-        group_retry: GroupRetry::Halve,
+        })
     };
     // Every combination of the swept knobs, the first knob slowest.
     let mut configs = vec![base];
