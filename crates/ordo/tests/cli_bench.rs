@@ -114,3 +114,23 @@ fn flush_messages_overrides_the_mode_default() {
     let flushes: Vec<&Value> = records.iter().map(|r| &r["config"]["messages_per_flush"]).collect();
     assert_eq!(flushes, [8, 32]);
 }
+
+#[test]
+fn placement_given_twice_sweeps_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let (two, one) = ("processor,storage;client,validator,reorder", "processor,storage,client,validator,reorder");
+    ordo()
+        .args(["bench", "--engine", "pipeline", "--mode", "base", "--theta", "0.5"])
+        .args(["--placement", two, "--placement", one])
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(contains("placement"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runtimes: Vec<(&Value, &Value)> =
+        records.iter().map(|r| (&r["config"]["placement"], &r["config"]["threads"])).collect();
+    assert_eq!(runtimes, [(&Value::from(two), &Value::from(2)), (&Value::from(one), &Value::from(1))]);
+}

@@ -29,12 +29,13 @@ impl Node {
         }
     }
 
-    /// Lets the component act on the passage of time (batch waits); returns its next deadline.
+    /// Lets the component act on the passage of time and on its thread running out of queued
+    /// messages (partial batches); returns its next deadline.
     #[inline]
-    pub fn tick(&mut self, ctx: &mut Context) -> Deadline {
+    pub fn tick(&mut self, ctx: &mut Context, queued: bool) -> Deadline {
         match self {
-            Node::Storage(s) => s.tick(ctx),
-            Node::Validator(v) => v.tick(ctx),
+            Node::Storage(s) => s.tick(ctx, queued),
+            Node::Validator(v) => v.tick(ctx, queued),
             _ => None,
         }
     }

@@ -15,7 +15,7 @@
 
 use ordo_workload::{Key, Value, Workload};
 
-use crate::component::{Context, Deadline};
+use crate::component::{Context, Deadline, PartialBatch};
 use crate::message::{Address, Message, Ts};
 
 #[derive(Debug)]
@@ -95,16 +95,18 @@ impl StoragePartition {
         }
     }
 
-    pub fn tick(&mut self, ctx: &mut Context) -> Deadline {
+    /// Closes a partial batch when its rule says so ([`PartialBatch::at`]); `queued` says
+    /// whether more messages wait on this component's thread.
+    pub fn tick(&mut self, ctx: &mut Context, queued: bool) -> Deadline {
         if self.pending.is_empty() {
             return None;
         }
-        let due = self.batch_started_us + self.batch_wait_us_max;
-        if ctx.now_us >= due {
-            self.serve_batch(ctx);
-            None
-        } else {
-            Some(due)
+        match PartialBatch::at(ctx.now_us, self.batch_started_us, self.batch_wait_us_max, queued) {
+            PartialBatch::Close => {
+                self.serve_batch(ctx);
+                None
+            }
+            PartialBatch::Wait(deadline) => deadline,
         }
     }
 

@@ -34,7 +34,7 @@
 use ordo_harness::AbortCause;
 use ordo_reorder::Plan;
 
-use crate::component::{Context, Deadline};
+use crate::component::{Context, Deadline, PartialBatch};
 use crate::message::{Address, Decision, Message, ReorderBatch, Ts, ValidationRequest};
 
 /// Requests stay boxed from the processor to the decision, which hands them back.
@@ -111,16 +111,18 @@ impl Validator {
         }
     }
 
-    pub fn tick(&mut self, ctx: &mut Context) -> Deadline {
+    /// Closes a partial batch when its rule says so ([`PartialBatch::at`]); `queued` says
+    /// whether more messages wait on this component's thread.
+    pub fn tick(&mut self, ctx: &mut Context, queued: bool) -> Deadline {
         if self.batch.is_empty() {
             return None;
         }
-        let due = self.batch_started_us + self.batch_wait_us_max;
-        if ctx.now_us >= due {
-            self.close_batch(ctx);
-            None
-        } else {
-            Some(due)
+        match PartialBatch::at(ctx.now_us, self.batch_started_us, self.batch_wait_us_max, queued) {
+            PartialBatch::Close => {
+                self.close_batch(ctx);
+                None
+            }
+            PartialBatch::Wait(deadline) => deadline,
         }
     }
 

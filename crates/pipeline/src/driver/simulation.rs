@@ -141,9 +141,11 @@ pub fn simulate(
                 nodes[to].1.handle(message, &mut ctx);
             }
         }
+        // More messages due at this instant count as queued, as on a busy thread.
+        let queued = queue.peek().is_some_and(|next| next.at_us <= now_us);
         for (i, (_, node)) in nodes.iter_mut().enumerate() {
             let mut ctx = Context { now_us, out: &mut out, recorder: &mut recorder, history: Some(&mut history) };
-            deadlines[i] = node.tick(&mut ctx);
+            deadlines[i] = node.tick(&mut ctx, queued);
         }
         if !draining && counters.finished.load(AtomicOrdering::Relaxed) >= simulation.transactions {
             draining = true;

@@ -221,11 +221,12 @@ impl Worker {
 
     fn tick(&mut self) -> Option<u64> {
         let now_us = self.now_us();
+        let queued = !self.local.is_empty();
         let mut next = None;
         for node in &mut self.nodes {
             let mut ctx =
                 Context { now_us, out: &mut self.out, recorder: &mut self.recorder, history: self.history.as_mut() };
-            if let Some(deadline) = node.tick(&mut ctx) {
+            if let Some(deadline) = node.tick(&mut ctx, queued) {
                 next = Some(next.map_or(deadline, |n: u64| n.min(deadline)));
             }
         }
@@ -312,7 +313,7 @@ impl Worker {
                     recorder: &mut self.recorder,
                     history: self.history.as_mut(),
                 };
-                partition.tick(&mut ctx);
+                partition.tick(&mut ctx, false);
             }
         }
         debug_assert!(self.out.is_empty(), "storage produced messages while draining");

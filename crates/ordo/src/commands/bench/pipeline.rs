@@ -59,9 +59,11 @@ pub struct PipelineArgs {
     /// Reorder workers; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub reorder_workers: Vec<usize>,
-    /// Roles per thread: threads separated by `;`, roles by `,`.
-    #[arg(long, default_value = PLACEMENT_DEFAULT)]
-    pub placement: String,
+    /// Roles per thread: threads separated by `;`, roles by `,`. Give it more than once to
+    /// sweep placements (e.g. `--placement "processor,storage;client,validator,reorder"
+    /// --placement "processor,storage,client,validator,reorder"`: two threads against one).
+    #[arg(long, action = clap::ArgAction::Append, default_value = PLACEMENT_DEFAULT)]
+    pub placement: Vec<String>,
     /// Messages a runtime thread handles before flushing to the other threads (0: the mode's
     /// default, 64 for base and 256 for the batching modes); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0")]
@@ -71,7 +73,7 @@ pub struct PipelineArgs {
 /// Builds one planned run per distinct configuration of the sweep.
 pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     let p = &args.pipeline;
-    let placement: Placement = p.placement.parse()?;
+    let placements: Vec<Placement> = p.placement.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
     let modes: Vec<Mode> = if args.mode.is_empty() {
         vec![Mode::Srvc]
     } else {
@@ -105,7 +107,10 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                         for (algorithm, policy, reorder) in &reorders {
                             let workers_and_flushes =
                                 p.reorder_workers.iter().flat_map(|w| std::iter::repeat(w).zip(&p.flush_messages));
-                            for (&reorder_workers, &messages_per_flush) in workers_and_flushes {
+                            let runtimes = placements
+                                .iter()
+                                .flat_map(|placement| std::iter::repeat(placement).zip(workers_and_flushes.clone()));
+                            for (placement, (&reorder_workers, &messages_per_flush)) in runtimes {
                                 let config = PipelineConfig {
                                     mode,
                                     concurrency,
@@ -131,6 +136,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     mode.storage_batching().then_some(storage_batch_size),
                                     mode.validator_reordering().then(|| (algorithm.clone(), *policy, reorder_workers)),
                                     config.effective_messages_per_flush(),
+                                    placement.to_string(),
                                 );
                                 if seen.contains(&key) {
                                     continue;
@@ -177,6 +183,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                         "reorder_workers".into(),
                                         if reorders_here { reorder_workers.to_string() } else { "-".into() },
                                     ));
+                                }
+                                if varies(placements.len()) {
+                                    label.push(("placement".into(), placement.to_string()));
                                 }
                                 if varies(p.flush_messages.len()) {
                                     label.push(("flush".into(), config.effective_messages_per_flush().to_string()));
