@@ -134,3 +134,26 @@ fn placement_given_twice_sweeps_both() {
         records.iter().map(|r| (&r["config"]["placement"], &r["config"]["threads"])).collect();
     assert_eq!(runtimes, [(&Value::from(two), &Value::from(2)), (&Value::from(one), &Value::from(1))]);
 }
+
+#[test]
+fn headline_compares_both_deployments() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("h.json");
+    let output = ordo()
+        .args(["headline", "--theta", "0.8", "--duration", "0.2", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(output).unwrap();
+    let rows: Vec<&str> = text.lines().filter(|line| line.trim_start().starts_with("0.8")).collect();
+    assert_eq!(rows.len(), 2, "one row per deployment:\n{text}");
+    for (row, threads) in rows.iter().zip(["2", "1"]) {
+        assert_eq!(row.split_whitespace().nth(1), Some(threads), "{row}");
+        assert!(row.contains('x'), "a speed-up in {row}");
+    }
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 4, "base and srvc on two deployments");
+}

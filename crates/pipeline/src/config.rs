@@ -127,6 +127,11 @@ pub struct Placement {
 
 pub const PLACEMENT_DEFAULT: &str = "processor,storage;client,validator,reorder";
 
+/// Every component on one thread: no message crosses cores. On 2 cores this is faster than
+/// the two-thread split for every mode (BENCHMARKS.md), because handing a message and its
+/// payload to the other core costs more than the work it carries.
+pub const PLACEMENT_ONE_THREAD: &str = "processor,storage,client,validator,reorder";
+
 impl FromStr for Placement {
     type Err = ConfigError;
     fn from_str(spec: &str) -> Result<Self, Self::Err> {

@@ -36,7 +36,7 @@ pub mod replay;
 pub mod storage;
 pub mod validator;
 
-pub use config::{ConfigError, Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, Role};
+pub use config::{ConfigError, Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, Placement, Role};
 pub use driver::simulation::{SimulationConfig, SimulationError, SimulationReport, simulate};
 pub use driver::threaded::{ThreadedReport, ThreadedRun, run_threaded};
 pub use message::{CommitRecord, Ts};
