@@ -46,6 +46,15 @@ fn pipeline_experiments_resume_from_their_runs_log() {
     for file in ["batch-size_tps.png", "batch-size_percentiles.svg", "batch-size.csv"] {
         assert!(dir.path().join(file).exists(), "missing {file}");
     }
+    // Runs of another revision are not reused: the report names one revision.
+    let stamp = dir.path().join("batch-size.runs.rev");
+    let revision = std::fs::read_to_string(&stamp).unwrap();
+    std::fs::write(&stamp, "0000000\n").unwrap();
+    run().stderr(contains("earlier runs are from 0000000"));
+    let measured_again = std::fs::read_to_string(dir.path().join("batch-size.runs.jsonl")).unwrap();
+    assert_eq!(measured_again.lines().count(), 20);
+    assert_ne!(measured_again, log, "the runs were measured again");
+    assert_eq!(std::fs::read_to_string(&stamp).unwrap(), revision);
 }
 
 #[test]

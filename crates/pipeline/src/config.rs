@@ -117,9 +117,10 @@ impl Role {
 
 /// Which roles each thread of the threaded runtime hosts: threads separated by `;`, roles by
 /// `,`. Instances of a role are dealt round-robin over the threads that list it. The default,
-/// `processor,storage;client,validator,reorder`, keeps reads local to the processor's thread
-/// (the chattiest traffic) and balances the two cores by moving transaction generation to the
-/// validator's side (measured in BENCHMARKS.md).
+/// `processor,storage;client,validator,reorder`, is the paper's deployment on two cores: it
+/// keeps reads local to the processor's thread (the chattiest traffic) and balances the cores
+/// by moving transaction generation to the validator's side. It is the best of the two-thread
+/// splits measured, but [`PLACEMENT_ONE_THREAD`] is faster still (BENCHMARKS.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     pub threads: Vec<Vec<Role>>,

@@ -338,7 +338,10 @@ fn modes(ctx: &Context) -> Result<ExperimentReport> {
          fewer aborts, growing with skew. At the paper's concurrency of 300, ordo's abort rates are the \
          paper's (they follow from how many transactions are in flight, not from the machine): above 90% \
          from θ=0.8 in every mode, and the modes converge. At {CONCURRENCY}, the level that loads ordo's \
-         engine on two cores, the paper's ordering of the modes appears."
+         engine on two cores, the paper's ordering of the modes appears. Every run here uses the paper's \
+         deployment, the components split over two threads; on one thread (`--placement \
+         processor,storage,client,validator,reorder`) every mode is faster, `base` most, so srvc / base is \
+         smaller there at low skew (BENCHMARKS.md compares the two)."
     ));
     Ok(report)
 }

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Every run is appended to `<out>/<name>.runs.jsonl` as it finishes; running the same command
-//! again reuses those runs, so an interrupted experiment resumes where it stopped (`--fresh`
-//! starts over). `--quick` runs every experiment in under ten minutes on two cores; the default
+//! again at the same git revision reuses those runs, so an interrupted experiment resumes where
+//! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick` runs every experiment in under ten minutes on two cores; the default
 //! scales the paper's runs (10 runs of 60 s after 10 s of warm-up, on a 16 GB Xeon) to this
 //! machine: 3 runs of 10 s after 2 s of warm-up per point.
 
@@ -163,12 +163,22 @@ fn git_revision() -> String {
         .map_or_else(|| "unknown".into(), |s| s.trim().to_owned())
 }
 
-/// Removes an experiment's earlier runs when the user asked for a fresh start.
+/// The run log of an experiment, emptied when the user asked for a fresh start or when its runs
+/// were measured at another revision (the report states one revision, so every run in it must
+/// be of that revision). `<name>.runs.rev` records the log's revision.
 fn clear_runs(ctx: &Context, name: &str) -> Result<PathBuf> {
     let log = ctx.path(&format!("{name}.runs.jsonl"));
-    if ctx.fresh && log.exists() {
+    let stamp = ctx.path(&format!("{name}.runs.rev"));
+    let revision = git_revision();
+    let logged = std::fs::read_to_string(&stamp).map(|s| s.trim().to_owned()).unwrap_or_default();
+    if log.exists() && (ctx.fresh || logged != revision) {
+        if !ctx.fresh {
+            let logged = if logged.is_empty() { "an unrecorded revision" } else { logged.as_str() };
+            eprintln!("{name}: earlier runs are from {logged}, this is {revision}: measuring again");
+        }
         std::fs::remove_file(&log).with_context(|| format!("cannot remove {}", log.display()))?;
     }
+    std::fs::write(&stamp, format!("{revision}\n")).with_context(|| format!("cannot write {}", stamp.display()))?;
     Ok(log)
 }
 
