@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ordo_pipeline::replay::check_serial_replay;
-use ordo_pipeline::{CommitRecord, Mode, PipelineConfig, ThreadedRun, run_threaded};
+use ordo_pipeline::{
+    CommitRecord, Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, ThreadedRun, run_threaded,
+};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload};
 
@@ -20,7 +22,7 @@ fn check(config: &PipelineConfig, workload: &Arc<dyn Workload>) {
         drain: true,
     };
     let report = run_threaded(config, workload, &run, |_, _| {}).unwrap();
-    let context = format!("threaded {} on {}", config.mode, workload.name());
+    let context = format!("threaded {} on {} ({})", config.mode, workload.name(), config.placement);
     assert!(report.recorder.commits() > 0, "{context}: nothing committed");
     let entries: Vec<_> = report.history.iter().map(CommitRecord::history_entry).collect();
     ordo_history::check(&entries).unwrap_or_else(|v| panic!("{context}: not serializable: {v}"));
@@ -48,16 +50,21 @@ fn every_mode_is_serializable_on_threads() {
             .unwrap(),
         ),
     ];
-    for mode in Mode::ALL {
-        for workload in &workloads {
-            let config = PipelineConfig {
-                mode,
-                concurrency: 100,
-                storage_workers: 2,
-                reorder_workers: 2,
-                ..PipelineConfig::default()
-            };
-            check(&config, workload);
+    // The paper's two-thread split and the one-thread deployment, where batches fill because the
+    // thread is never idle.
+    for placement in [PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD] {
+        for mode in Mode::ALL {
+            for workload in &workloads {
+                let config = PipelineConfig {
+                    mode,
+                    concurrency: 100,
+                    storage_workers: 2,
+                    reorder_workers: 2,
+                    placement: placement.parse().unwrap(),
+                    ..PipelineConfig::default()
+                };
+                check(&config, workload);
+            }
         }
     }
 }
