@@ -133,16 +133,25 @@ pub const PLACEMENT_DEFAULT: &str = "processor,storage;client,validator,reorder"
 /// payload to the other core costs more than the work it carries.
 pub const PLACEMENT_ONE_THREAD: &str = "processor,storage,client,validator,reorder";
 
+/// Short names for the two deployments BENCHMARKS.md compares.
+const PLACEMENT_NAMES: [(&str, &str); 2] = [("split", PLACEMENT_DEFAULT), ("single", PLACEMENT_ONE_THREAD)];
+
 impl FromStr for Placement {
     type Err = ConfigError;
+    /// A list of threads (`processor,storage;client,validator,reorder`), or `split` (that one,
+    /// the default) or `single` (every role on one thread).
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let spec = PLACEMENT_NAMES.iter().find(|(name, _)| *name == spec.trim()).map_or(spec, |&(_, s)| s);
         let invalid = |reason: String| ConfigError::Invalid { field: "placement", reason };
         let mut threads = Vec::new();
         for thread in spec.split(';') {
             let mut roles = Vec::new();
             for name in thread.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 let role = Role::ALL.into_iter().find(|r| r.name() == name).ok_or_else(|| {
-                    invalid(format!("unknown role `{name}` (roles: client, processor, storage, validator, reorder)"))
+                    invalid(format!(
+                        "unknown role `{name}` (roles: client, processor, storage, validator, reorder; or a whole \
+                         placement: split, single)"
+                    ))
                 })?;
                 if !roles.contains(&role) {
                     roles.push(role);
@@ -269,6 +278,8 @@ mod tests {
             assert_eq!(mode.name().parse::<Mode>().unwrap(), mode);
         }
         assert!("fast".parse::<Mode>().is_err());
+        assert_eq!("single".parse::<Placement>().unwrap().to_string(), PLACEMENT_ONE_THREAD);
+        assert_eq!(" split ".parse::<Placement>().unwrap().to_string(), PLACEMENT_DEFAULT);
         let placement: Placement = "client,processor;storage;validator,reorder".parse().unwrap();
         assert_eq!(placement.threads.len(), 3);
         assert_eq!(placement.to_string(), "client,processor;storage;validator,reorder");

@@ -59,9 +59,9 @@ pub struct PipelineArgs {
     /// Reorder workers; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub reorder_workers: Vec<usize>,
-    /// Roles per thread: threads separated by `;`, roles by `,`. Give it more than once to
-    /// sweep placements (e.g. `--placement "processor,storage;client,validator,reorder"
-    /// --placement "processor,storage,client,validator,reorder"`: two threads against one).
+    /// Roles per thread: threads separated by `;`, roles by `,`; or `split` (the default, the
+    /// paper's two threads) or `single` (every role on one thread). Give it more than once to
+    /// sweep placements (`--placement split --placement single`).
     #[arg(long, action = clap::ArgAction::Append, default_value = PLACEMENT_DEFAULT)]
     pub placement: Vec<String>,
     /// Messages a runtime thread handles before flushing to the other threads (0: the mode's
