@@ -27,13 +27,18 @@ impl Mode {
     pub const ALL: [Mode; 5] = [Mode::Base, Mode::Batch, Mode::Sr, Mode::Vc, Mode::Srvc];
 
     /// The threaded runtime's default flush interval (messages handled before a thread's
-    /// outboxes go to the other threads). Long intervals move messages in large batches, which
-    /// the batching modes want; `base`, which batches nothing, runs fastest with short ones
-    /// (measured at θ = 0.6-0.8, concurrency 100: 64 and 128 best for `base`, 256 for `srvc` at
-    /// 0.7 and 0.8; see BENCHMARKS.md).
-    pub fn messages_per_flush(self) -> usize {
+    /// outboxes go to the other threads) at `concurrency` live transactions. Long intervals
+    /// move messages in large batches, which the batching modes want: 256 for them. `base`,
+    /// which batches nothing, is fastest when a turn is about one message per live
+    /// transaction: the largest power of two up to the concurrency, from 16 to 512 (measured
+    /// best or within noise of the best at 50, 100, 200, 300 and 500 live transactions; see
+    /// BENCHMARKS.md).
+    pub fn messages_per_flush(self, concurrency: usize) -> usize {
         match self {
-            Mode::Base => 64,
+            Mode::Base => {
+                let at_most = concurrency.clamp(16, 512);
+                1 << at_most.ilog2()
+            }
             Mode::Batch | Mode::Sr | Mode::Vc | Mode::Srvc => 256,
         }
     }
@@ -233,7 +238,11 @@ impl Default for PipelineConfig {
 impl PipelineConfig {
     /// The flush interval the threaded runtime uses.
     pub fn effective_messages_per_flush(&self) -> usize {
-        if self.messages_per_flush == 0 { self.mode.messages_per_flush() } else { self.messages_per_flush }
+        if self.messages_per_flush == 0 {
+            self.mode.messages_per_flush(self.concurrency)
+        } else {
+            self.messages_per_flush
+        }
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -280,6 +289,9 @@ mod tests {
         assert!("fast".parse::<Mode>().is_err());
         assert_eq!("single".parse::<Placement>().unwrap().to_string(), PLACEMENT_ONE_THREAD);
         assert_eq!(" split ".parse::<Placement>().unwrap().to_string(), PLACEMENT_DEFAULT);
+        let base_flushes: Vec<usize> = [1, 50, 100, 300, 512, 5000].map(|c| Mode::Base.messages_per_flush(c)).into();
+        assert_eq!(base_flushes, [16, 32, 64, 256, 512, 512]);
+        assert_eq!(Mode::Srvc.messages_per_flush(100), 256);
         let placement: Placement = "client,processor;storage;validator,reorder".parse().unwrap();
         assert_eq!(placement.threads.len(), 3);
         assert_eq!(placement.to_string(), "client,processor;storage;validator,reorder");

@@ -65,7 +65,8 @@ pub struct PipelineArgs {
     #[arg(long, action = clap::ArgAction::Append, default_value = PLACEMENT_DEFAULT)]
     pub placement: Vec<String>,
     /// Messages a runtime thread handles before flushing to the other threads (0: the mode's
-    /// default, 64 for base and 256 for the batching modes); a list sweeps.
+    /// default: 256 for the batching modes; for base the largest power of two up to the
+    /// concurrency, 64 at 100 and 256 at 300); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub flush_messages: Vec<usize>,
 }
