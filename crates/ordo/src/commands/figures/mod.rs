@@ -11,9 +11,10 @@
 //!
 //! Every run is appended to `<out>/<name>.runs.jsonl` as it finishes; running the same command
 //! again at the same git revision reuses those runs, so an interrupted experiment resumes where
-//! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick` runs every experiment in under ten minutes on two cores; the default
-//! scales the paper's runs (10 runs of 60 s after 10 s of warm-up, on a 16 GB Xeon) to this
-//! machine: 3 runs of 10 s after 2 s of warm-up per point.
+//! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick`
+//! runs every experiment in under ten minutes on two cores; the default scales the paper's runs
+//! (10 runs of 60 s after 10 s of warm-up, on a 16 GB Xeon) to this machine: 3 runs of 10 s
+//! after 2 s of warm-up per point.
 
 mod experiments;
 mod series;
