@@ -10,11 +10,15 @@
 //! * [`micro`]: the paper's micro-benchmark (§5.1).
 //! * [`smallbank`]: SmallBank (§5.4).
 //! * [`ycsb`]: YCSB as in Cicada and §5.6 (16 requests, reads and read-modify-writes).
+//! * [`tables`]: transactions over tables ([`TableWorkload`], [`Tx`]): typed rows, inserts,
+//!   deletes, scans and secondary indexes; key-value workloads run on tables through
+//!   [`KvTables`], and [`MemoryDb`] is the reference database workload tests run on.
 
 mod error;
 pub mod micro;
 pub mod procedure;
 pub mod smallbank;
+pub mod tables;
 pub mod ycsb;
 pub mod zipf;
 
@@ -22,6 +26,10 @@ pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
 pub use procedure::{Key, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
+pub use tables::{
+    Aborted, ConsistencyError, ConsistencyReport, Direction, KV_TABLE, KvTables, Maintained, MemoryDb, Outcome,
+    Scratch, TableWorkload, Tx, footprint_key,
+};
 pub use ycsb::{WriteKind, Ycsb, YcsbConfig};
 pub use zipf::{ALIAS_KEYS_MAX, Zipf};
 

@@ -1,0 +1,12 @@
+//! # ordo-storage: tables, rows and indexes below ordo's engines
+//!
+//! The storage floor of ordo: what a table is ([`schema`]: typed, fixed-width columns laid out
+//! in 64-bit words), and, in later modules, where rows live and how keys find them. Engines
+//! (the thread-per-worker engine's protocols) interpret records; workloads define schemas and
+//! read and write rows through their engine. Nothing here does I/O.
+
+pub mod schema;
+
+pub use schema::{
+    Column, ColumnId, ColumnType, IndexKeyFn, Schema, SchemaError, SecondaryIndex, TableId, TableSchema, chars_words,
+};
