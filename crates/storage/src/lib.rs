@@ -7,6 +7,13 @@
 
 pub mod schema;
 
+/// The order of a range scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Ascending,
+    Descending,
+}
+
 pub use schema::{
     Column, ColumnId, ColumnType, IndexKeyFn, Schema, SchemaError, SecondaryIndex, TableId, TableSchema, chars_words,
 };

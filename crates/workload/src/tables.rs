@@ -33,6 +33,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use ordo_storage::Direction;
 use ordo_storage::{Schema, TableId, TableSchema};
 
 use crate::WorkloadRng;
@@ -50,13 +51,6 @@ pub enum Outcome {
     Commit,
     /// The procedure's own logic refuses (e.g. an unused item number): discard everything.
     UserAbort,
-}
-
-/// The order of a scan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    Ascending,
-    Descending,
 }
 
 /// One attempt of a transaction, as an engine offers it to a procedure.
