@@ -363,29 +363,39 @@ fn new_order_updates_stock_and_inserts_the_order() {
     ];
     let mut txn = Txn { procedure: NEW_ORDER_TX, keys: vec![1, 4, 17, 500], ..Txn::default() };
     txn.keys.extend(lines.iter().map(|l| l.pack()));
-    let before = snapshot(&tpcc, &db);
-    assert_eq!(db.run(&tpcc, &txn, &mut Scratch::default()), Outcome::Commit);
-    let o = D_NEXT_O_ID.int(&before[DISTRICT as usize][&district_key(1, 4)]) as u64;
-    assert_eq!(D_NEXT_O_ID.int(&db.table(DISTRICT)[&district_key(1, 4)]), o as i64 + 1);
-    let order = &db.table(ORDER)[&order_key(1, 4, o)];
-    assert_eq!((O_C_ID.int(order), O_OL_CNT.int(order), O_ALL_LOCAL.int(order)), (17, 3, 0));
-    assert!(db.table(NEW_ORDER).contains_key(&order_key(1, 4, o)));
-    let (low, _) = customer_orders_range(1, 4, 17);
-    assert!(db.table(ORDER_BY_CUSTOMER).contains_key(&(low | o)), "the index follows the insert");
-    for (number, line) in (1u64..).zip(lines) {
-        let key = stock_key(line.supply_w, line.item);
-        let (old, new) = (&before[STOCK as usize][&key], &db.table(STOCK)[&key]);
-        let (quantity, on_hand) = (line.quantity as i64, S_QUANTITY.int(old));
-        let expected = if on_hand >= quantity + 10 { on_hand - quantity } else { on_hand - quantity + 91 };
-        assert_eq!(S_QUANTITY.int(new), expected);
-        assert_eq!(S_ORDER_CNT.int(new), S_ORDER_CNT.int(old) + 1);
-        assert_eq!(S_REMOTE_CNT.int(new) - S_REMOTE_CNT.int(old), i64::from(line.supply_w != 1));
-        let ol = &db.table(ORDER_LINE)[&order_line_key(1, 4, o, number)];
-        let price = I_PRICE.int(&db.table(ITEM)[&line.item]);
-        assert_eq!(OL_AMOUNT.int(ol), quantity * price);
-        let mut info = [0u8; 24];
-        assert!(OL_DIST_INFO.chars_eq(ol, S_DIST[3].chars(old, &mut info)));
+    // Ten rounds of the same order drain some stock below the reorder point (the +91 rule).
+    let mut refilled = 0;
+    for _ in 0..10 {
+        let before = snapshot(&tpcc, &db);
+        assert_eq!(db.run(&tpcc, &txn, &mut Scratch::default()), Outcome::Commit);
+        let o = D_NEXT_O_ID.int(&before[DISTRICT as usize][&district_key(1, 4)]) as u64;
+        assert_eq!(D_NEXT_O_ID.int(&db.table(DISTRICT)[&district_key(1, 4)]), o as i64 + 1);
+        let order = &db.table(ORDER)[&order_key(1, 4, o)];
+        assert_eq!((O_C_ID.int(order), O_OL_CNT.int(order), O_ALL_LOCAL.int(order)), (17, 3, 0));
+        assert!(db.table(NEW_ORDER).contains_key(&order_key(1, 4, o)));
+        let (low, _) = customer_orders_range(1, 4, 17);
+        assert!(db.table(ORDER_BY_CUSTOMER).contains_key(&(low | o)), "the index follows the insert");
+        for (number, line) in (1u64..).zip(lines) {
+            let key = stock_key(line.supply_w, line.item);
+            let (old, new) = (&before[STOCK as usize][&key], &db.table(STOCK)[&key]);
+            let (quantity, on_hand) = (line.quantity as i64, S_QUANTITY.int(old));
+            let expected = if on_hand >= quantity + 10 {
+                on_hand - quantity
+            } else {
+                refilled += 1;
+                on_hand - quantity + 91
+            };
+            assert_eq!(S_QUANTITY.int(new), expected);
+            assert_eq!(S_ORDER_CNT.int(new), S_ORDER_CNT.int(old) + 1);
+            assert_eq!(S_REMOTE_CNT.int(new) - S_REMOTE_CNT.int(old), i64::from(line.supply_w != 1));
+            let ol = &db.table(ORDER_LINE)[&order_line_key(1, 4, o, number)];
+            let price = I_PRICE.int(&db.table(ITEM)[&line.item]);
+            assert_eq!(OL_AMOUNT.int(ol), quantity * price);
+            let mut info = [0u8; 24];
+            assert!(OL_DIST_INFO.chars_eq(ol, S_DIST[3].chars(old, &mut info)));
+        }
     }
+    assert!(refilled > 0, "the stock of some line fell below its quantity plus 10");
     tpcc.check(&mut db).unwrap();
 }
 
@@ -538,6 +548,35 @@ fn analytic_sums_its_customers_balances_and_open_orders() {
         (customers as i64, balances, open_orders, open_amount),
         "seed {seed}"
     );
+}
+
+#[test]
+fn order_status_reads_the_customers_newest_order() {
+    let tpcc = small(1);
+    let mut db = MemoryDb::loaded(&tpcc);
+    let (mut scratch, mut row) = (Scratch::default(), Vec::new());
+    let order = Txn {
+        procedure: NEW_ORDER_TX,
+        keys: vec![1, 2, 33, 600, OrderLineInput { item: 5, supply_w: 1, quantity: 2 }.pack()],
+        ..Txn::default()
+    };
+    let mut newest = 0;
+    for _ in 0..2 {
+        newest = D_NEXT_O_ID.int(&db.table(DISTRICT)[&district_key(1, 2)]) as u64;
+        assert_eq!(db.run(&tpcc, &order, &mut scratch), Outcome::Commit);
+    }
+    let status = Txn { procedure: ORDER_STATUS_TX, keys: vec![1, 2, 33], ..Txn::default() };
+    let mut recorder = Recorder { db: &mut db, accesses: Accesses::default() };
+    let outcome = tpcc.run(&status, &mut Maintained::new(tpcc.schema(), &mut recorder, &mut row), &mut scratch);
+    assert_eq!(outcome, Ok(Outcome::Commit));
+    let orders: Vec<u64> = recorder.accesses.reads.iter().filter(|(t, _)| *t == ORDER).map(|(_, k)| *k).collect();
+    assert_eq!(orders, vec![order_key(1, 2, newest)], "only the newest of the customer's orders is read");
+    assert!(recorder.accesses.scans.contains(&(
+        ORDER_LINE,
+        order_lines_range(order_key(1, 2, newest)).0,
+        order_lines_range(order_key(1, 2, newest)).1
+    )));
+    assert!(recorder.accesses.writes.is_empty(), "OrderStatus is read-only");
 }
 
 #[test]
