@@ -21,9 +21,11 @@
 //!   `order_status`, `delivery`, `stock_level`, `analytic`; `footprint` (coarse and sound,
 //!   argued there); `consistency` (conditions 1-4).
 //!
-//! Transactions run with no think or keying time. The engine buffers writes, so the 1% of
-//! NewOrders that meet an unused item return [`Outcome::UserAbort`] and leave no trace. A
-//! row that every consistent state holds (a warehouse, a loaded customer, the order a
+//! Transactions run with no think or keying time. Delivery runs as one ordinary transaction
+//! (not the specification's deferred, queued mode), and StockLevel draws its district per
+//! transaction (the specification fixes one per terminal), as in-memory engines' TPC-C
+//! usually do. The engine buffers writes, so the 1% of NewOrders that meet an unused item
+//! return [`Outcome::UserAbort`] and leave no trace. A row that every consistent state holds (a warehouse, a loaded customer, the order a
 //! NEW-ORDER row names) but an attempt cannot find means the attempt read an inconsistent
 //! state, which validation would reject anyway: the procedure returns [`Aborted`] at once.
 //!

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ordo_storage::TableId;
+use proptest::prelude::*;
 
 use super::input::{ORDER_LINES_MAX, OrderLineInput};
 use super::random::{LAST_NAME_NUMBER_MAX, NurandConstants, last_name, last_name_number, nurand};
@@ -615,6 +616,35 @@ fn check_catches_broken_conditions() {
     let line = *db.table(ORDER_LINE).range(order_key(1, 9, 0) << 4..).next().unwrap().0;
     db.delete(ORDER_LINE, line).unwrap();
     expect_broken(&mut db, CONDITION_4, "warehouse 1 district 9");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Any mix, binding, warehouse count and hybrid share keeps conditions 1 to 4.
+    #[test]
+    fn any_run_keeps_conditions_one_to_four(
+        seed in any::<u64>(),
+        warehouses in 1u32..=3,
+        mix in proptest::array::uniform5(0u32..10).prop_filter("a positive weight", |m| m.iter().sum::<u32>() > 0),
+        random in any::<bool>(),
+        analytic in proptest::option::of((0.01f64..=1.0, 0.0f64..0.5)),
+    ) {
+        let binding = if random { Binding::Random } else { Binding::Fixed };
+        let hybrid = analytic.map(|(analytic_range, analytic_share)| HybridConfig { analytic_range, analytic_share });
+        let config = TpccConfig { warehouses, binding, mix, hybrid, scale: TpccScale::SMALL, seed };
+        let tpcc = Tpcc::new(config).unwrap();
+        let mut db = MemoryDb::loaded(&tpcc);
+        run_mix(&tpcc, &mut db, seed, 400, 3);
+        prop_assert!(tpcc.check(&mut db).is_ok(), "{config:?}: {:?}", tpcc.check(&mut db));
+    }
+
+    /// Five weights parse back to themselves.
+    #[test]
+    fn weights_parse_back(mix in proptest::array::uniform5(0u32..1_000).prop_filter("positive", |m| m.iter().sum::<u32>() > 0)) {
+        let text = mix.map(|w| w.to_string()).join(",");
+        prop_assert_eq!(parse_mix(&text).unwrap(), mix);
+    }
 }
 
 /// What one transaction touched.
