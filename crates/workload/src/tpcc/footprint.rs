@@ -11,13 +11,13 @@
 //!                                     ORDER-LINE row (and index entry) of the district
 //!   STOCK (w, 0)                      all of warehouse w's stock (item 0 does not exist)
 //!   STOCK (w, i)                      one stock row, when its item is in the input
-//!   HISTORY / analytic_history key    the row inserted (never read by a transaction)
+//!   analytic_history key              the row inserted (never read by a transaction)
 //! ```
 //!
 //! | transaction  | reads                         | writes                                    |
 //! |--------------|-------------------------------|-------------------------------------------|
 //! | new_order    | WAREHOUSE w                   | DISTRICT (w,d); STOCK (s,0), (s,i) per line |
-//! | payment      |                               | WAREHOUSE w; DISTRICT (w,d), (c_w,c_d); its HISTORY key |
+//! | payment      |                               | WAREHOUSE w; DISTRICT (w,d), (c_w,c_d)    |
 //! | order_status | DISTRICT (w,d)                |                                           |
 //! | delivery     |                               | DISTRICT (w,1..=10)                       |
 //! | stock_level  | DISTRICT (w,d); STOCK (w,0)   |                                           |
@@ -36,11 +36,12 @@
 //!   the districts it lists.
 //! * Stock is written only by NewOrder, which writes STOCK (s,0) for each supplying warehouse
 //!   s; StockLevel, which reads stock items it learns only while running, reads STOCK (w,0).
-//! * Items are never written; history rows are inserted under unique keys and never read.
+//! * Items are never written. History rows are inserted, never read: a HISTORY key is the
+//!   paying customer's (in DISTRICT (c_w,c_d)); `analytic_history` keys are unique.
 
 use super::config::DISTRICTS_PER_WAREHOUSE;
 use super::input::OrderLineInput;
-use super::schema::{ANALYTIC_HISTORY, DISTRICT, HISTORY, STOCK, WAREHOUSE, district_key, stock_key};
+use super::schema::{ANALYTIC_HISTORY, DISTRICT, STOCK, WAREHOUSE, district_key, stock_key};
 use super::{ANALYTIC_TX, DELIVERY_TX, NEW_ORDER_TX, ORDER_STATUS_TX, PAYMENT_TX, STOCK_LEVEL_TX};
 use crate::procedure::Txn;
 use crate::tables::footprint_key;
@@ -75,7 +76,6 @@ pub(super) fn footprint(txn: &Txn, customers_per_district: u64, reads: &mut Vec<
             if (c_w, c_d) != (w, d) {
                 writes.push(district(c_w, c_d));
             }
-            writes.push(footprint_key(HISTORY, keys[5]));
         }
         ORDER_STATUS_TX => reads.push(district(keys[0], keys[1])),
         DELIVERY_TX => writes.extend((1..=DISTRICTS_PER_WAREHOUSE).map(|d| district(keys[0], d))),

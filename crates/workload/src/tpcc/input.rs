@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   new_order     [w, d, c, date, line ...]     line = item << 32 | supply_w << 8 | quantity
-//!   payment       [w, d, c_w, c_d, customer, history key, date]   amount = cents
+//!   payment       [w, d, c_w, c_d, customer, date]   amount = cents
 //!   order_status  [w, d, customer]               flags & BY_LAST_NAME: customer is a last-name
 //!                                                number, else a customer number (both here
 //!                                                and in payment)
@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Dates are logical: each worker counts its transactions, and a transaction's date is the
-//! load date plus its count; its history key is the same count in the worker's own key slot.
+//! load date plus its count; an analytic transaction's `analytic_history` key is the same
+//! count in the worker's own key slot.
 
 use rand::Rng;
 
@@ -151,7 +152,7 @@ impl Tpcc {
                 let remote = many && rng.random_range(0..100) < REMOTE_PAYMENT_PERCENT;
                 let (c_w, c_d) = if remote { (self.other_warehouse(rng, w), Self::district(rng)) } else { (w, d) };
                 let customer = self.customer_selector(rng, txn);
-                txn.keys.extend([w, d, c_w, c_d, customer, stamp_key, date]);
+                txn.keys.extend([w, d, c_w, c_d, customer, date]);
                 txn.amount = rng.random_range(PAYMENT_CENTS_MIN..=PAYMENT_CENTS_MAX);
             }
             ORDER_STATUS_TX => {

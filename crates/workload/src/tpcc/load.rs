@@ -29,7 +29,7 @@ use super::schema::{
     OL_DELIVERY_D, OL_DIST_INFO, OL_I_ID, OL_NUMBER, OL_O_ID, OL_QUANTITY, OL_SUPPLY_W_ID, OL_W_ID, ORDER, ORDER_LINE,
     ORDER_LINE_WORDS, ORDER_WORDS, S_DATA, S_DIST, S_I_ID, S_ORDER_CNT, S_QUANTITY, S_REMOTE_CNT, S_W_ID, S_YTD, STOCK,
     STOCK_WORDS, W_CITY, W_ID, W_NAME, W_STATE, W_STREET_1, W_STREET_2, W_TAX, W_YTD, W_ZIP, WAREHOUSE,
-    WAREHOUSE_WORDS, customer_key, district_key, order_key, order_line_key, sequence_key, stock_key,
+    WAREHOUSE_WORDS, customer_key, district_key, history_key, order_key, order_line_key, stock_key,
 };
 use crate::{WorkloadRng, rng_from_seed};
 use ordo_storage::TableId;
@@ -196,7 +196,6 @@ fn load_district(
     let mut history = [0u64; HISTORY_WORDS];
     let mut name = [0u8; 16];
     let mut phone = [0u8; 16];
-    let district_index = (w - 1) * DISTRICTS_PER_WAREHOUSE + (d - 1);
     for c in 1..=customers {
         C_ID.set_int(&mut row, c as i64);
         C_D_ID.set_int(&mut row, d as i64);
@@ -237,7 +236,7 @@ fn load_district(
         H_DATE.set_int(&mut history, LOAD_DATE);
         H_AMOUNT.set_int(&mut history, 1_000);
         set_a_string(H_DATA, rng, 12, 24, &mut history);
-        sink(HISTORY, sequence_key(0, district_index * customers + (c - 1)), &history);
+        sink(HISTORY, history_key(w, d, c, 1), &history);
     }
 
     let mut owners: Vec<u64> = (1..=customers).collect();

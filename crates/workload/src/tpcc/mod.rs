@@ -91,7 +91,8 @@ pub const ANALYTIC_TX: u8 = 5;
 /// Procedure names of the hybrid workload (TPC-C's are the first five).
 pub const PROCEDURE_NAMES: [&str; 6] = ["new_order", "payment", "order_status", "delivery", "stock_level", "analytic"];
 
-/// Most workers that may draw transactions: each owns a slot of HISTORY keys (12 bits).
+/// Most workers that may draw transactions: each owns a slot of `analytic_history` keys (12
+/// bits).
 pub const WORKERS_MAX: usize = 1024;
 
 /// A counter on its own cache line, so workers counting their transactions do not share one.

@@ -9,7 +9,7 @@
 //!             position ceil(n / 2)
 //!   read+write CUSTOMER  (balance -= amount, ytd payment, payment count; a bad-credit ("BC")
 //!                         customer's C_DATA gains the payment's details in front, cut to 500)
-//!   insert HISTORY
+//!   insert HISTORY, keyed by the customer and its new payment count
 //! ```
 
 use std::io::Write;
@@ -18,16 +18,16 @@ use super::input::BY_LAST_NAME;
 use super::schema::{
     C_BALANCE, C_CREDIT, C_DATA, C_DATA_BYTES, C_FIRST, C_ID, C_PAYMENT_CNT, C_YTD_PAYMENT, CUSTOMER,
     CUSTOMER_BY_LAST_NAME, CUSTOMER_WORDS, D_NAME, D_YTD, DISTRICT, DISTRICT_WORDS, H_AMOUNT, H_C_D_ID, H_C_ID,
-    H_C_W_ID, H_D_ID, H_DATA, H_DATE, H_W_ID, HISTORY, HISTORY_WORDS, W_NAME, W_YTD, WAREHOUSE, WAREHOUSE_WORDS,
-    customer_key, district_key, last_name_range,
+    H_C_W_ID, H_D_ID, H_DATA, H_DATE, H_W_ID, HISTORY, HISTORY_WORDS, PAYMENTS_PER_CUSTOMER_MAX, W_NAME, W_YTD,
+    WAREHOUSE, WAREHOUSE_WORDS, customer_key, district_key, history_key, last_name_range,
 };
 use super::{insert_new, read_present};
 use crate::procedure::Txn;
 use crate::tables::{Aborted, Direction, Outcome, Scratch, Tx};
 
 pub(super) fn run(txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-    let &[w, d, c_w, c_d, selector, history_key, date] = txn.keys.as_slice() else {
-        unreachable!("a payment input has seven words");
+    let &[w, d, c_w, c_d, selector, date] = txn.keys.as_slice() else {
+        unreachable!("a payment input has six words");
     };
     let amount = txn.amount;
     let mut warehouse = [0u64; WAREHOUSE_WORDS];
@@ -78,7 +78,12 @@ pub(super) fn run(txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<O
     h_data[..w_name.len()].copy_from_slice(w_name);
     h_data[w_name.len() + 4..w_name.len() + 4 + d_name.len()].copy_from_slice(d_name);
     H_DATA.set_chars(&mut history, &h_data[..w_name.len() + 4 + d_name.len()]);
-    insert_new(tx, HISTORY, history_key, &history)?;
+    let payments = C_PAYMENT_CNT.int(&customer) as u64;
+    assert!(
+        payments <= PAYMENTS_PER_CUSTOMER_MAX,
+        "customer {customer_key:#x} made {payments} payments, more than HISTORY keys allow"
+    );
+    insert_new(tx, HISTORY, history_key(c_w, c_d, C_ID.int(&customer) as u64, payments), &history)?;
     Ok(Outcome::Commit)
 }
 

@@ -17,8 +17,8 @@
 //!   ITEM         i                                   17 bits
 //!   STOCK        w | i                               27 bits   (i = 0: the warehouse's stock
 //!                                                              as a footprint identity)
-//!   HISTORY      slot | sequence                     12 + 36 bits   slot 0: loaded rows,
-//!   analytic_history                                               slot 1 + k: worker k
+//!   HISTORY      w | d | c | payment count           26 + 22 bits
+//!   analytic_history   slot | sequence               12 + 36 bits   slot 1 + k: worker k
 //!
 //!   customer_by_last_name   w | d | last | first[0..2] | c     10+4+10+12+12 = 48 bits
 //!   order_by_customer       w | d | c | o                      50 bits
@@ -32,7 +32,11 @@
 //! then by the first two characters of the first name, then by customer number; Payment and
 //! OrderStatus read every entry of a last name and rank them by the whole first name, as the
 //! specification asks. HISTORY has no primary key in the specification: its synthetic key is
-//! a per-worker sequence, which never collides.
+//! the paying customer's key and C_PAYMENT_CNT after the payment, unique because Payment
+//! updates that count in the same transaction (two Payments of one customer conflict on the
+//! customer row anyway, so the key adds no conflict), and the same whichever worker or
+//! workload instance drew the payment. `analytic_history` rows, which no row determines, take
+//! a per-worker sequence.
 
 use ordo_storage::{Column, ColumnType, Schema, TableId, TableSchema};
 
@@ -70,7 +74,11 @@ const ITEM_BITS: u32 = 17;
 const LAST_NAME_BITS: u32 = 10;
 /// Bits of the first-name prefix in the last-name index (two characters of six bits).
 const FIRST_PREFIX_BITS: u32 = 12;
-/// Bits of the per-slot sequence of a HISTORY (or `analytic_history`) key.
+/// Bits of the payment count in a HISTORY key.
+const PAYMENT_COUNT_BITS: u32 = 22;
+/// Most payments one customer can make (its HISTORY keys run out after).
+pub const PAYMENTS_PER_CUSTOMER_MAX: u64 = (1 << PAYMENT_COUNT_BITS) - 1;
+/// Bits of the per-slot sequence of an `analytic_history` key.
 pub const SEQUENCE_BITS: u32 = 36;
 /// Largest order number a district can reach.
 pub const ORDER_NUMBER_MAX: u64 = (1 << ORDER_BITS) - 1;
@@ -95,7 +103,13 @@ pub const fn order_line_key(w: u64, d: u64, o: u64, number: u64) -> u64 {
 pub const fn stock_key(w: u64, item: u64) -> u64 {
     (w << ITEM_BITS) | item
 }
-/// The key of sequence number `sequence` of slot `slot` in HISTORY or `analytic_history`.
+/// The HISTORY key of customer (w, d, c)'s payment number `payment_count` (1 is the loaded
+/// row).
+#[inline]
+pub const fn history_key(w: u64, d: u64, c: u64, payment_count: u64) -> u64 {
+    (customer_key(w, d, c) << PAYMENT_COUNT_BITS) | payment_count
+}
+/// The key of sequence number `sequence` of slot `slot` in `analytic_history`.
 #[inline]
 pub const fn sequence_key(slot: u64, sequence: u64) -> u64 {
     (slot << SEQUENCE_BITS) | sequence

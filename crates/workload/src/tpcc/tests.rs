@@ -85,6 +85,7 @@ fn keys_fit_footprint_identities() {
         order_line_key(w, 10, ORDER_NUMBER_MAX, 15),
         stock_key(w, u64::from(config::ITEMS_MAX) + 1),
         sequence_key(WORKERS_MAX as u64, (1 << SEQUENCE_BITS) - 1),
+        history_key(w, 10, u64::from(config::CUSTOMERS_PER_DISTRICT_MAX), PAYMENTS_PER_CUSTOMER_MAX),
         last_name_range(w, 10, LAST_NAME_NUMBER_MAX).1,
     ];
     for key in largest {
@@ -454,8 +455,7 @@ fn payment_moves_money_and_records_history() {
     let mut db = MemoryDb::loaded(&tpcc);
     let bad_credit = *db.table(CUSTOMER).iter().find(|(_, c)| C_CREDIT.chars_eq(c, b"BC")).unwrap().0;
     let (c_w, c_d, c) = (bad_credit >> 16, (bad_credit >> 12) & 15, bad_credit & 0xFFF);
-    let txn =
-        Txn { procedure: PAYMENT_TX, keys: vec![1, 5, c_w, c_d, c, sequence_key(9, 0), 77], amount: 12_345, flags: 0 };
+    let txn = Txn { procedure: PAYMENT_TX, keys: vec![1, 5, c_w, c_d, c, 77], amount: 12_345, flags: 0 };
     let before = snapshot(&tpcc, &db);
     assert_eq!(db.run(&tpcc, &txn, &mut Scratch::default()), Outcome::Commit);
     let ytd = |tables: &[BTreeMap<u64, Vec<u64>>]| {
@@ -474,7 +474,8 @@ fn payment_moves_money_and_records_history() {
     expected.extend_from_slice(old);
     expected.truncate(C_DATA_BYTES);
     assert_eq!(data, expected.as_slice(), "the payment's details in front of the old data, cut to 500");
-    let history = &db.table(HISTORY)[&sequence_key(9, 0)];
+    assert!(db.table(HISTORY).contains_key(&history_key(c_w, c_d, c, 1)), "the loaded row");
+    let history = &db.table(HISTORY)[&history_key(c_w, c_d, c, 2)];
     assert_eq!((H_AMOUNT.int(history), H_C_ID.int(history), H_DATE.int(history)), (12_345, c as i64, 77));
     tpcc.check(&mut db).unwrap();
 }
