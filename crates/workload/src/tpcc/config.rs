@@ -53,6 +53,15 @@ impl FromStr for Binding {
     }
 }
 
+impl std::fmt::Display for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Binding::Fixed => "fixed",
+            Binding::Random => "random",
+        })
+    }
+}
+
 /// The hybrid workload's analytic transaction (seed 003's TPCE-hybrid).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HybridConfig {

@@ -107,7 +107,7 @@ impl Tpcc {
         rng.random_range(1..=DISTRICTS_PER_WAREHOUSE)
     }
 
-    /// The next (history key, date) of `worker`.
+    /// The next (`analytic_history` key, date) of `worker`.
     fn next_stamp(&self, worker: usize) -> (u64, u64) {
         let sequence = self.sequences.next(worker);
         (sequence_key(worker as u64 + 1, sequence), LOAD_DATE as u64 + 1 + sequence)

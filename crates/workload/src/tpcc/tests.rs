@@ -143,6 +143,9 @@ fn configs_and_mixes_are_checked() {
     }
     assert_eq!("random".parse::<Binding>(), Ok(Binding::Random));
     assert!("sideways".parse::<Binding>().is_err());
+    for binding in [Binding::Fixed, Binding::Random] {
+        assert_eq!(binding.to_string().parse::<Binding>(), Ok(binding));
+    }
     let bad = [
         TpccConfig { warehouses: 0, ..TpccConfig::default() },
         TpccConfig { warehouses: WAREHOUSES_MAX + 1, ..TpccConfig::default() },
