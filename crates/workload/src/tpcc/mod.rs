@@ -25,9 +25,10 @@
 //! (not the specification's deferred, queued mode), and StockLevel draws its district per
 //! transaction (the specification fixes one per terminal), as in-memory engines' TPC-C
 //! usually do. The engine buffers writes, so the 1% of NewOrders that meet an unused item
-//! return [`Outcome::UserAbort`] and leave no trace. A row that every consistent state holds (a warehouse, a loaded customer, the order a
-//! NEW-ORDER row names) but an attempt cannot find means the attempt read an inconsistent
-//! state, which validation would reject anyway: the procedure returns [`Aborted`] at once.
+//! return [`Outcome::UserAbort`] and leave no trace. A row that every consistent state holds
+//! (a warehouse, a loaded customer, the order a NEW-ORDER row names) but an attempt cannot
+//! find means the attempt read an inconsistent state, which validation would reject anyway:
+//! the procedure returns [`Aborted`] at once.
 //!
 //! **Bindings** (seed 003): `Fixed` gives worker `k` home warehouse `k % warehouses + 1` for
 //! all its transactions (TPCC-fixed: partitioned, conflicts only through the 1% remote order
@@ -40,8 +41,9 @@
 //! `holding_summary` with `last_trade`) and logs the result in `analytic_history`, while
 //! TPC-E's trade-result keeps updating holdings; the group's size (1% to 60%) is the
 //! contention degree. ordo keeps the transaction and changes the schema to TPC-C's: the
-//! analytic transaction scans a contiguous `analytic_range` of one random warehouse's
-//! customers (across district boundaries, in key order), sums their balances and the amounts
+//! analytic transaction scans a contiguous `analytic_range` of one warehouse's customers
+//! (the home warehouse its binding gives it; the group starts at a random customer and runs
+//! across district boundaries in key order), sums their balances and the amounts
 //! of their open orders, and inserts one `analytic_history` row. One schema then serves both
 //! workloads, so a hybrid result is comparable with the plain TPC-C result on the same data,
 //! and the conflict that matters is the same: a long scan over rows that short transactions
