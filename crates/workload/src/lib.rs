@@ -13,12 +13,15 @@
 //! * [`tables`]: transactions over tables ([`TableWorkload`], [`Tx`]): typed rows, inserts,
 //!   deletes, scans and secondary indexes; key-value workloads run on tables through
 //!   [`KvTables`], and [`MemoryDb`] is the reference database workload tests run on.
+//! * [`tpcc`]: TPC-C's nine tables and five transactions, and seed 003's hybrid analytic
+//!   workload on the same schema.
 
 mod error;
 pub mod micro;
 pub mod procedure;
 pub mod smallbank;
 pub mod tables;
+pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
 
@@ -30,6 +33,7 @@ pub use tables::{
     Aborted, ConsistencyError, ConsistencyReport, Direction, KV_TABLE, KvTables, Maintained, MemoryDb, Outcome,
     Scratch, TableWorkload, Tx, footprint_key,
 };
+pub use tpcc::{Binding, HybridConfig, Tpcc, TpccConfig, TpccScale};
 pub use ycsb::{WriteKind, Ycsb, YcsbConfig};
 pub use zipf::{ALIAS_KEYS_MAX, Zipf};
 
