@@ -5,7 +5,11 @@
 //! (the thread-per-worker engine's protocols) interpret records; workloads define schemas and
 //! read and write rows through their engine. Nothing here does I/O.
 
+pub mod epoch;
+pub mod index;
+pub mod records;
 pub mod schema;
+pub mod shard;
 
 /// The order of a range scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +18,8 @@ pub enum Direction {
     Descending,
 }
 
+pub use index::{DenseIndex, InsertError, Inserted, LeafVersion, LoadError, OrderedIndex, PrimaryIndex};
+pub use records::Records;
 pub use schema::{
     Column, ColumnId, ColumnType, IndexKeyFn, Schema, SchemaError, SecondaryIndex, TableId, TableSchema, chars_words,
 };
