@@ -59,7 +59,9 @@ struct Chunk {
 impl Chunk {
     fn new(records: u64, stride_words: usize) -> Chunk {
         let len = records as usize * stride_words + LINE_WORDS - 1;
-        let words: Box<[AtomicU64]> = (0..len).map(|_| AtomicU64::new(0)).collect();
+        // Zeroed by the allocator (calloc): a large chunk is mapped lazily, so a page costs
+        // nothing until a record on it is first written.
+        let words: Box<[AtomicU64]> = bytemuck::zeroed_slice_box(len);
         let misalignment_bytes = words.as_ptr().addr() % (LINE_WORDS * 8);
         let start_word = ((LINE_WORDS * 8 - misalignment_bytes) % (LINE_WORDS * 8)) / 8;
         Chunk { words, start_word }

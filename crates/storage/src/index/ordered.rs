@@ -592,10 +592,10 @@ impl OrderedIndex {
         if !(position < count && node.key(position) == key && node.value(position) == value) {
             return node.validate(leaf.version).then_some(false);
         }
-        let keeper = (0..path.len).rev().find(|&depth| path.step(depth).count >= 1);
+        let keeper = if count == 1 { (0..path.len).rev().find(|&depth| path.step(depth).count >= 1) } else { None };
         match keeper {
-            Some(keeper) if count == 1 => self.unlink_emptied_leaf(&path, keeper, leaf),
-            _ => {
+            Some(keeper) => self.unlink_emptied_leaf(&path, keeper, leaf),
+            None => {
                 if !node.try_lock(leaf.version) {
                     return None;
                 }
