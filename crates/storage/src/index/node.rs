@@ -34,8 +34,21 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-/// Cache lines per node. Chosen by measurement (see the crate's benchmark example).
-pub const NODE_LINES: usize = 8;
+/// Cache lines per node, chosen by measurement with the `index_bench` example (single thread,
+/// uniform random lookups; the machine was shared, so callgrind counts plus the minimum of
+/// several wall-clock runs):
+///
+/// ```text
+///   node lines (leaf keys)     4 (14)   8 (30)   16 (62)   8+1 segmented (32, pivots in line 0)
+///   200k keys, instr/lookup      636      553      479        631
+///   200k keys, ns/lookup         104       94       71        107    (tree in cache)
+///   10M keys,  ns/lookup         575      652      650        741    (tree in memory)
+/// ```
+///
+/// Wider nodes mean fewer levels and fewer instructions; in memory the sizes were within
+/// noise except the segmented layout (a header line of pivots so that a search touches three
+/// lines per node), which saved simulated cache misses but not time, and was dropped.
+pub const NODE_LINES: usize = 16;
 /// Words per node.
 pub const NODE_WORDS: usize = NODE_LINES * 8;
 /// Header words before the keys.
