@@ -209,3 +209,91 @@ fn concurrent_writers_and_scanners_agree_with_the_model() {
     assert_eq!(index.len(), expected.len() as u64);
     assert!(shape.empty_leaves == 0 || shape.leaves == 1, "empty leaves left linked: {shape:?}");
 }
+
+/// A queue (TPC-C's NEW-ORDER): one thread inserts ascending keys, one removes the lowest
+/// present key found by a scan, others scan; at the end the queue is empty and the tree has
+/// unlinked every leaf but one.
+#[test]
+fn a_concurrent_queue_drains_and_unlinks_its_leaves() {
+    const QUEUE_KEYS: u64 = 100_000;
+    let seed = seed();
+    let index = OrderedIndex::new();
+    let produced_all = AtomicBool::new(false);
+    let consumed_all = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for key in 0..QUEUE_KEYS {
+                index.insert(key, value_of(key)).expect("each key is inserted once");
+            }
+            produced_all.store(true, Ordering::Release);
+        });
+        scope.spawn(|| {
+            let start = Instant::now();
+            let mut next = 0;
+            while next < QUEUE_KEYS {
+                assert!(start.elapsed() < RUN_TIME_MAX, "consumer stuck at {next}");
+                let mut lowest = None;
+                index.scan(
+                    next,
+                    u64::MAX,
+                    Direction::Ascending,
+                    &mut |key, _| {
+                        lowest = Some(key);
+                        false
+                    },
+                    &mut |_| {},
+                );
+                match lowest {
+                    Some(key) => {
+                        assert_eq!(key, next, "the queue's head is the next key in order");
+                        assert!(index.remove(key, value_of(key)), "only this thread removes");
+                        next += 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+            consumed_all.store(true, Ordering::Release);
+        });
+        for scanner in 0..2u64 {
+            let (index, consumed_all) = (&index, &consumed_all);
+            scope.spawn(move || {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ scanner);
+                let start = Instant::now();
+                let mut scans = 0;
+                while !consumed_all.load(Ordering::Acquire)
+                    && scans < READER_SCANS_MAX
+                    && start.elapsed() < RUN_TIME_MAX
+                {
+                    scans += 1;
+                    let low = rng.random_range(0..QUEUE_KEYS);
+                    let high = low + rng.random_range(0..5_000);
+                    let direction = if rng.random_bool(0.5) { Direction::Ascending } else { Direction::Descending };
+                    let mut previous: Option<u64> = None;
+                    index.scan(
+                        low,
+                        high,
+                        direction,
+                        &mut |key, value| {
+                            assert!((low..=high).contains(&key) && key < QUEUE_KEYS);
+                            assert_eq!(value, value_of(key));
+                            if let Some(previous) = previous {
+                                assert!(
+                                    (direction == Direction::Ascending) == (previous < key) && previous != key,
+                                    "{direction:?} scan: {previous} then {key}"
+                                );
+                            }
+                            previous = Some(key);
+                            true
+                        },
+                        &mut |_| {},
+                    );
+                }
+            });
+        }
+    });
+    assert!(produced_all.load(Ordering::Acquire));
+    let shape = index.check_structure();
+    assert_eq!(shape.entries, 0);
+    assert_eq!(shape.leaves, 1, "a drained queue keeps one leaf: {shape:?}");
+    assert!(index.is_empty());
+}
