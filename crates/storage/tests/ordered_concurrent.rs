@@ -330,7 +330,7 @@ fn validated_scans_see_no_phantoms() {
         }
         // Stops the writers however this thread leaves the scope (a failed assertion too).
         let _stop_writers = StopOnDrop(&done);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 99);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x63);
         let (mut passed, mut failed) = (0, 0);
         for _ in 0..VALIDATIONS {
             let low = rng.random_range(0..SPACE);
