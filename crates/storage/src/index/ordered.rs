@@ -30,6 +30,14 @@
 //!   leaf raises its neighbour's stamp to its own, so a protocol's read stamp of a key range
 //!   follows the range.
 //!
+//! Every insert or remove in a leaf, and every split of it, increases its version; an unlinked
+//! leaf ends obsolete (its version changes once more and never again matches anything it
+//! reported). The neighbour that takes over an unlinked leaf's range keeps its version: its
+//! entries did not change, and whoever read the taken-over range read it through the unlinked
+//! leaf, whose validation now fails. A later insert into that range goes to the neighbour and
+//! changes the neighbour's version (which can fail a scan that read only the neighbour's old,
+//! narrower range: a false conflict, never a missed one).
+//!
 //! ## Fences and scans
 //! Leaves have no sibling links. A descent computes a leaf's fences (the range it holds) from
 //! the separators it passed, and a scan continues from a leaf's high fence (ascending) or just
@@ -44,8 +52,8 @@
 //! another child. The unlinked nodes are marked obsolete and their ids retired through the
 //! epoch. Leaves that are not empty are never merged, so a tree holds at most one leaf per key
 //! plus one chain of empty nodes (when the tree is empty), and a queue-like workload (insert
-//! at the high end, remove at the low end) runs in bounded space. The tree's height never
-//! shrinks.
+//! at the high end, remove at the low end) runs in bounded space. A root left with a single
+//! child hands the root over to that child, so the height shrinks again after mass removals.
 //!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
@@ -643,7 +651,35 @@ impl OrderedIndex {
         }
         top.node.unlock();
         self.entries.add(-1);
+        if keeper == 0 && top.count == 1 {
+            self.collapse_root();
+        }
         Some(true)
+    }
+
+    /// While the root is an inner node with a single child, makes the child the root (the
+    /// old root is retired like an unlinked node). Gives up quietly if a lock is contended:
+    /// a single-child root is still a correct tree, one level taller than needed.
+    fn collapse_root(&self) {
+        loop {
+            let root_id = self.root.load(Ordering::Acquire);
+            let Some(root) = self.node(root_id) else { return };
+            let Some(version) = root.read_version() else { return };
+            if root.level() == 0 || root.inner_count() != 0 {
+                return;
+            }
+            let child = root.child(0);
+            if !root.try_lock(version) {
+                return;
+            }
+            if self.root.load(Ordering::Acquire) != root_id {
+                root.unlock();
+                return;
+            }
+            self.root.store(child, Ordering::Release);
+            root.unlock_obsolete();
+            self.nodes.retire(root_id, &epoch::pin());
+        }
     }
 
     /// Raises the stamp of the rightmost (or leftmost) leaf below `subtree` to at least
