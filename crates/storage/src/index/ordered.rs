@@ -71,8 +71,9 @@ use crate::epoch;
 use crate::records::Records;
 use crate::shard::ShardedCounter;
 
-/// Deepest tree a descent follows (far more than any real tree reaches: every inner node but
-/// the rightmost and leftmost on each level had a full node's worth of separators at its split).
+/// Deepest tree the index supports. A tree gains a level only when its full root splits, and a
+/// node fills up only through splits of its children, so this depth takes more than
+/// `INNER_KEYS_MAX ^ (DEPTH_MAX - 2)` inserts; a descent that gets this deep is a bug.
 pub const DEPTH_MAX: usize = 32;
 /// Records reserved in the node arena beyond what the capacity hint needs.
 const NODES_SPARE: u64 = 64;
@@ -438,9 +439,7 @@ impl OrderedIndex {
                 path.len = depth + 1;
             }
             depth += 1;
-            if depth >= DEPTH_MAX {
-                return None;
-            }
+            assert!(depth < DEPTH_MAX, "ordered index deeper than DEPTH_MAX");
             node = next;
             version = next_version;
         }
@@ -472,9 +471,7 @@ impl OrderedIndex {
                 return None;
             }
             depth += 1;
-            if depth >= DEPTH_MAX {
-                return None;
-            }
+            assert!(depth < DEPTH_MAX, "ordered index deeper than DEPTH_MAX");
             parent = Some((node, version));
             node = next;
             version = next_version;
