@@ -222,7 +222,7 @@ impl OrderedIndex {
     pub fn get(&self, key: u64) -> Result<u64, LeafVersion> {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(key, None) {
+            if let Some(leaf) = self.descend::<false>(key, None) {
                 let node = leaf.node;
                 let count = node.leaf_count();
                 let position = node.lower_bound(count, key);
@@ -240,7 +240,7 @@ impl OrderedIndex {
     pub fn leaf_of(&self, key: u64) -> LeafVersion {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(key, None) {
+            if let Some(leaf) = self.descend::<false>(key, None) {
                 return LeafVersion { leaf: leaf.node.id, version: leaf.version };
             }
             backoff.snooze();
@@ -346,7 +346,7 @@ impl OrderedIndex {
     ) -> (LeafAt<'a>, usize) {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(cursor, None) {
+            if let Some(leaf) = self.descend::<true>(cursor, None) {
                 let node = leaf.node;
                 let count = node.leaf_count();
                 let mut filled = 0;
@@ -408,9 +408,10 @@ impl OrderedIndex {
     }
 
     /// Descends to the leaf holding `key`, recording the inner nodes passed in `path`. `None`
-    /// if a version changed (or a node was locked or obsolete) on the way: restart.
-    #[inline]
-    fn descend<'a>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
+    /// if a version changed (or a node was locked or obsolete) on the way: restart. The leaf's
+    /// fences are computed only if `FENCES` (point lookups skip them).
+    #[inline(always)]
+    fn descend<'a, const FENCES: bool>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
         let root_id = self.root.load(Ordering::Acquire);
         let mut node = self.node(root_id)?;
         let mut version = node.read_version()?;
@@ -423,11 +424,13 @@ impl OrderedIndex {
         while node.level() > 0 {
             let count = node.inner_count();
             let child = node.upper_bound(count, key);
-            if child > 0 {
-                low = node.key(child - 1);
-            }
-            if child < count {
-                high = Some(node.key(child));
+            if FENCES {
+                if child > 0 {
+                    low = node.key(child - 1);
+                }
+                if child < count {
+                    high = Some(node.key(child));
+                }
             }
             let next = self.node(node.child(child))?;
             let next_version = next.read_version()?;
@@ -590,7 +593,7 @@ impl OrderedIndex {
     /// One attempt at a remove; `None` means restart.
     fn try_remove(&self, key: u64, value: u64) -> Option<bool> {
         let mut path = Path::new();
-        let leaf = self.descend(key, Some(&mut path))?;
+        let leaf = self.descend::<false>(key, Some(&mut path))?;
         let node = leaf.node;
         let count = node.leaf_count();
         let position = node.lower_bound(count, key);
