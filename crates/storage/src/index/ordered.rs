@@ -265,9 +265,11 @@ impl OrderedIndex {
         let backoff = Backoff::new();
         let mut split = false;
         loop {
+            let split_before = split;
             match self.try_insert(key, value, &mut split) {
                 Some(outcome) => return outcome,
-                None if split => {}
+                // This attempt made room by a split: retry at once.
+                None if split != split_before => {}
                 None => backoff.snooze(),
             }
         }
