@@ -96,6 +96,13 @@ pub enum ConfigError {
     Invalid { field: &'static str, reason: String },
 }
 
+/// Most live transactions: each holds its read and write sets and messages in flight, so a
+/// million would need gigabytes before the first commit.
+pub const CONCURRENCY_MAX: usize = 100_000;
+/// Largest storage or validator batch: a validator batch's dependency graph takes `n^2` bits
+/// and its plan grows faster than linearly.
+pub const BATCH_SIZE_MAX: usize = 10_000;
+
 /// Component roles, as named in placements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -245,6 +252,7 @@ impl PipelineConfig {
         }
     }
 
+    /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = |field: &'static str, value: usize| {
             if value == 0 { Err(ConfigError::Invalid { field, reason: "must be at least 1".into() }) } else { Ok(()) }
@@ -264,6 +272,15 @@ impl PipelineConfig {
         ] {
             if value > usize::from(u16::MAX) {
                 return Err(ConfigError::Invalid { field, reason: format!("{value} is more than 65535") });
+            }
+        }
+        for (field, value, max) in [
+            ("concurrency", self.concurrency, CONCURRENCY_MAX),
+            ("storage_batch_size", self.storage_batch_size, BATCH_SIZE_MAX),
+            ("validator_batch_size", self.validator_batch_size, BATCH_SIZE_MAX),
+        ] {
+            if value > max {
+                return Err(ConfigError::Invalid { field, reason: format!("{value} is more than the limit of {max}") });
             }
         }
         if self.clients > self.concurrency {

@@ -199,3 +199,16 @@ proptest! {
         prop_assert_eq!(all, (0..batch.len()).collect::<Vec<_>>());
     }
 }
+
+/// A batch of no transactions (an empty JSON array handed to `ordo fvs`, or a graph of no
+/// vertices) is planned by every algorithm without panicking: nothing to abort, nothing to order.
+#[test]
+fn every_algorithm_plans_an_empty_batch() {
+    let empty = DependencyGraph::from_edges(0, &[]).unwrap();
+    for config in all_configs() {
+        let out = solve(config, &empty, &[]);
+        assert!(out.fvs.is_empty() && !out.fell_back, "{config:?}");
+        let plan = Reorderer::new(config).unwrap().plan::<TxnFootprint>(&[]);
+        assert!(plan.abort.is_empty() && plan.order.is_empty(), "{config:?}");
+    }
+}

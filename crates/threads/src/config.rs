@@ -107,6 +107,8 @@ impl Default for EngineConfig {
 
 /// Largest payload per record.
 pub const PAYLOAD_BYTES_MAX: usize = 4096;
+/// Largest reorder batch (its conflict graph takes `n^2` bits).
+pub const BATCH_MAX: usize = 10_000;
 /// Largest number of versions per record.
 pub const VERSIONS_MAX: usize = 64;
 
@@ -133,6 +135,9 @@ impl EngineConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.threads == 0 || self.threads > WORKERS_MAX {
             return Err(ConfigError::invalid("threads", format!("{}: must be in 1..={WORKERS_MAX}", self.threads)));
+        }
+        if self.batch > BATCH_MAX {
+            return Err(ConfigError::invalid("batch", format!("{}: at most {BATCH_MAX} transactions", self.batch)));
         }
         if self.payload_bytes > PAYLOAD_BYTES_MAX {
             return Err(ConfigError::invalid("payload-bytes", format!("at most {PAYLOAD_BYTES_MAX} bytes")));

@@ -10,7 +10,7 @@
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{Key, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,6 +36,9 @@ impl MicroConfig {
     }
 
     pub fn validate(&self) -> Result<(), WorkloadError> {
+        if self.keys > KEYS_MAX {
+            return Err(WorkloadError::invalid("keys", format!("{}: at most {KEYS_MAX}", self.keys)));
+        }
         if self.shared > self.reads.min(self.writes) {
             return Err(WorkloadError::invalid(
                 "shared",

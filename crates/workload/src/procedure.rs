@@ -25,6 +25,10 @@ use crate::WorkloadRng;
 
 /// A key: dense, in `0..Workload::key_count()`.
 pub type Key = u64;
+/// Most keys a workload may have: every engine keeps at least a record of a cache line or two
+/// per key, and a billion keys would exhaust memory before the first transaction.
+pub const KEYS_MAX: u64 = 100_000_000;
+
 /// A value: an integer (balance, counter).
 pub type Value = i64;
 

@@ -27,7 +27,7 @@
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{Key, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 use rand::Rng;
 
@@ -87,8 +87,11 @@ impl SmallBankConfig {
         if self.customers < 2 {
             return Err(WorkloadError::invalid("customers", "SmallBank needs at least 2 customers"));
         }
-        if self.customers > u64::MAX / 4 {
-            return Err(WorkloadError::invalid("customers", "too many customers"));
+        if self.customers > KEYS_MAX / 2 {
+            return Err(WorkloadError::invalid(
+                "customers",
+                format!("{}: at most {} (two accounts each, at most {KEYS_MAX} keys)", self.customers, KEYS_MAX / 2),
+            ));
         }
         if self.mix.iter().sum::<u32>() == 0 {
             return Err(WorkloadError::invalid("mix", "at least one procedure needs a positive weight"));

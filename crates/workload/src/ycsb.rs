@@ -26,7 +26,7 @@ use rand::Rng;
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{Key, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 
 /// Largest number of requests per transaction (one flag bit each).
@@ -95,6 +95,9 @@ impl YcsbConfig {
     pub fn validate(&self) -> Result<(), WorkloadError> {
         if self.ops == 0 || self.ops > YCSB_OPS_MAX {
             return Err(WorkloadError::invalid("ops", format!("{} requests: must be in 1..={YCSB_OPS_MAX}", self.ops)));
+        }
+        if self.records > KEYS_MAX {
+            return Err(WorkloadError::invalid("records", format!("{}: at most {KEYS_MAX}", self.records)));
         }
         if (self.ops as u64) > self.records {
             return Err(WorkloadError::invalid(

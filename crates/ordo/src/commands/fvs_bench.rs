@@ -113,9 +113,17 @@ pub fn run(args: &FvsBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Largest batch: its dependency graph takes `n^2` bits, and every batch is kept for the runs.
+const BATCH_SIZE_MAX: usize = 10_000;
+/// Most batches per θ (all are generated up front and kept).
+const BATCHES_MAX: usize = 1_000_000;
+
 fn validate(args: &FvsBenchArgs) -> Result<Vec<FvsConfig>> {
-    if args.batch_size == 0 {
-        bail!("--batch-size must be at least 1");
+    if args.batch_size == 0 || args.batch_size > BATCH_SIZE_MAX {
+        bail!("--batch-size {}: must be in 1..={BATCH_SIZE_MAX}", args.batch_size);
+    }
+    if args.batches > BATCHES_MAX {
+        bail!("--batches {}: at most {BATCHES_MAX}", args.batches);
     }
     if args.batches == 0 {
         bail!("--batches must be at least 1");

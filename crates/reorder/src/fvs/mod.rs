@@ -284,6 +284,9 @@ impl FvsSolver {
         debug_assert!(meta.is_empty() || meta.len() == graph.len());
         out.fvs.clear();
         out.fell_back = false;
+        if graph.is_empty() {
+            return; // no transactions, no cycles (and no bitset words to chunk by)
+        }
         let config = self.config;
         match config.algorithm {
             Algorithm::Search => {

@@ -35,6 +35,10 @@ use super::meta_of;
 pub const SEARCH_NODE_BUDGET_DEFAULT: u64 = 200_000;
 
 const EPSILON: f64 = 1e-9;
+/// Largest subgraph the exact search takes on; a larger one gets the greedy answer (reported as
+/// a fall-back). A frame is `2n^2` bits, and a search can stack up to `n` frames: at 1,024
+/// vertices that is at most 256 MiB.
+pub const SEARCH_VERTICES_MAX: usize = 1_024;
 
 #[derive(Debug, Default)]
 pub(super) struct Search {
@@ -76,6 +80,12 @@ impl Search {
         budget: u64,
         out: &mut Vec<usize>,
     ) -> bool {
+        if bitset::count(subset) > SEARCH_VERTICES_MAX {
+            // A search frame holds two adjacency bitsets (2n^2 bits) and the search may stack
+            // one frame per level: beyond this size memory, not time, runs out first.
+            out.extend_from_slice(greedy);
+            return true;
+        }
         self.load(graph, meta, policy, subset);
         if self.len == 0 {
             return false;

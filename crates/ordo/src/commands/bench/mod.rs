@@ -148,6 +148,11 @@ pub struct Options {
     pub verify: bool,
 }
 
+/// Longest warm-up, measurement or cool-down of one run, in seconds.
+pub const PHASE_S_MAX: f64 = 86_400.0;
+/// Most repetitions of one configuration.
+pub const RUNS_MAX: usize = 1_000;
+
 fn validate(args: &BenchArgs) -> Result<()> {
     for &theta in &args.theta {
         if !(0.0..1.0).contains(&theta) {
@@ -157,13 +162,16 @@ fn validate(args: &BenchArgs) -> Result<()> {
     if !(args.duration.is_finite() && args.duration > 0.0) {
         bail!("--duration must be a positive number of seconds");
     }
-    for (flag, value) in [("--warmup", args.warmup), ("--cooldown", args.cooldown)] {
+    for (flag, value) in [("--duration", args.duration), ("--warmup", args.warmup), ("--cooldown", args.cooldown)] {
         if !(value.is_finite() && value >= 0.0) {
             bail!("{flag} must be zero or a positive number of seconds");
         }
+        if value > PHASE_S_MAX {
+            bail!("{flag} {value}: at most {PHASE_S_MAX} seconds (one day) per phase of a run");
+        }
     }
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
+    if args.runs == 0 || args.runs > RUNS_MAX {
+        bail!("--runs {}: must be in 1..={RUNS_MAX}", args.runs);
     }
     Ok(())
 }
