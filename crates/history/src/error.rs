@@ -1,5 +1,7 @@
 //! Errors of reading and writing history files: I/O and malformed lines, never a
-//! serializability verdict (that is a [`Violation`](crate::Violation)).
+//! serializability verdict (that is a [`Violation`](crate::Violation)). An I/O error is the
+//! `source` of its variant and is not repeated in the message, so a caller that prints the
+//! chain (`anyhow`'s `{:#}`) shows the operating system's error once.
 
 use std::io;
 use std::path::PathBuf;
@@ -8,13 +10,13 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum HistoryError {
-    #[error("cannot open history file {}: {source}", .path.display())]
+    #[error("cannot open history file {}", .path.display())]
     Open { path: PathBuf, source: io::Error },
-    #[error("cannot create history file {}: {source}", .path.display())]
+    #[error("cannot create history file {}", .path.display())]
     Create { path: PathBuf, source: io::Error },
-    #[error("cannot read the history at line {line}: {source}")]
+    #[error("cannot read the history at line {line}")]
     Read { line: usize, source: io::Error },
-    #[error("cannot write the history (entries appended so far: {entries_written}): {source}")]
+    #[error("cannot write the history (entries appended so far: {entries_written})")]
     Write { entries_written: u64, source: io::Error },
     #[error("line {line}: {reason}")]
     Malformed { line: usize, reason: String },

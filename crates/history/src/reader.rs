@@ -1,4 +1,5 @@
-//! Reading a history back: one [`HistoryEntry`] per non-blank line.
+//! Reading a history back: one [`HistoryEntry`] per non-blank line (a UTF-8 byte-order mark
+//! before the first line is skipped).
 //!
 //! Every problem names its line (1-based) and, where it can, the field and column: bad JSON,
 //! a missing or unknown field, a value of the wrong type, trailing characters after the
@@ -24,10 +25,12 @@ pub fn read_history<R: BufRead>(mut reader: R) -> Result<Vec<HistoryEntry>, Hist
         if bytes == 0 {
             return Ok(entries);
         }
-        if line.trim().is_empty() {
+        // A byte-order mark (as some editors and Windows tools write) may open the file.
+        let text = if line_number == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        if text.trim().is_empty() {
             continue;
         }
-        let entry = parse_line(&line).map_err(|reason| HistoryError::Malformed { line: line_number, reason })?;
+        let entry = parse_line(text).map_err(|reason| HistoryError::Malformed { line: line_number, reason })?;
         if let Some((key, first_version, second_version)) = entry.key_written_twice() {
             return Err(HistoryError::KeyWrittenTwice {
                 line: line_number,

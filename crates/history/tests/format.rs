@@ -79,10 +79,12 @@ fn missing_and_unwritable_files_say_which_path() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.jsonl");
     let error = read_history_file(&missing).unwrap_err();
-    assert!(error.to_string().starts_with(&format!("cannot open history file {}: ", missing.display())), "{error}");
+    assert_eq!(error.to_string(), format!("cannot open history file {}", missing.display()));
+    assert_eq!(std::error::Error::source(&error).map(|e| e.to_string().contains("No such file")), Some(true));
     let nowhere = dir.path().join("no/such/dir/history.jsonl");
     let error = HistoryWriter::create(&nowhere).unwrap_err();
-    assert!(error.to_string().starts_with(&format!("cannot create history file {}: ", nowhere.display())), "{error}");
+    assert_eq!(error.to_string(), format!("cannot create history file {}", nowhere.display()));
+    assert!(std::error::Error::source(&error).is_some(), "the OS error is the source");
 }
 
 #[test]
@@ -100,5 +102,6 @@ fn write_errors_are_reported_not_swallowed() {
     let mut writer = HistoryWriter::new(Full);
     writer.append(&HistoryEntry::new(1, vec![], vec![])).unwrap(); // still in the buffer
     let error = writer.finish().unwrap_err();
-    assert_eq!(error.to_string(), "cannot write the history (entries appended so far: 1): disk full");
+    assert_eq!(error.to_string(), "cannot write the history (entries appended so far: 1)");
+    assert_eq!(std::error::Error::source(&error).map(ToString::to_string), Some("disk full".to_owned()));
 }

@@ -1,8 +1,9 @@
 //! `ordo`: the command line of the ordo transaction-processing system.
 //!
 //! Each subcommand lives in its own module under `commands/`; this file only parses the
-//! command line and reports errors (`error: ...` on stderr, exit status 1; clap's own usage
-//! errors exit with 2).
+//! command line and reports errors (`error: ...` on stderr, exit status 1, or the command's
+//! own status such as `ordo check`'s 2 for unreadable input; clap's own usage errors exit
+//! with 2).
 
 mod commands;
 
@@ -58,6 +59,8 @@ fn main() {
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
-        std::process::exit(1);
+        let status =
+            error.downcast_ref::<commands::check::CheckFailure>().map_or(1, commands::check::CheckFailure::exit_status);
+        std::process::exit(status);
     }
 }

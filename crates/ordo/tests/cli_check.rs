@@ -83,14 +83,36 @@ fn timestamp_order_is_checked_only_when_asked() {
 #[test]
 fn malformed_input_names_the_line() {
     let (_dir, path) = history_file(&[SERIAL[0], "", r#"{"id": 2, "reads": [[1, 1]]}"#]);
-    ordo().arg("check").arg(&path).assert().code(1).stderr(contains("error: line 3: missing field `writes`"));
+    ordo().arg("check").arg(&path).assert().code(2).stderr(contains("error: line 3: missing field `writes`"));
     ordo()
         .args(["check", "-"])
         .write_stdin("{\"id\": 1, \"reads\": [], \"writes\": [[1, 1], [1, 2]]}\n")
         .assert()
-        .code(1)
+        .code(2)
         .stderr(contains("line 1: transaction 1 writes key 1 twice"));
-    ordo().args(["check", "/no/such/history.jsonl"]).assert().code(1).stderr(contains("cannot open history file"));
+    let missing = ordo().args(["check", "/no/such/history.jsonl"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&missing.get_output().stderr).into_owned();
+    assert!(stderr.contains("cannot open history file"), "{stderr}");
+    assert_eq!(stderr.matches("No such file or directory").count(), 1, "the OS error once: {stderr}");
+}
+
+#[test]
+fn an_empty_history_is_an_error_unless_allowed() {
+    let (_dir, path) = history_file(&[]);
+    ordo().arg("check").arg(&path).assert().code(2).stderr(contains("holds no transactions"));
+    ordo().args(["check", "-"]).write_stdin("\n\n").assert().code(2);
+    ordo().arg("check").arg(&path).arg("--allow-empty").assert().success().stdout(contains("0 transactions"));
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let with_bom = format!("\u{feff}{}\n{}\n", SERIAL[0], SERIAL[1]);
+    ordo()
+        .args(["check", "-"])
+        .write_stdin(with_bom)
+        .assert()
+        .success()
+        .stdout(contains("serializable: 2 transactions"));
 }
 
 /// A reader that closed the pipe (`ordo ... | head -1`) ends ordo the way it ends Unix tools,

@@ -9,8 +9,13 @@
 //!
 //! The history passes when its dependency graph (ww, wr and rw edges from the per-key version
 //! order) is acyclic; otherwise the command names the problem (one concrete cycle, a version
-//! with two writers, a read of a version nobody committed) and exits with status 1.
-//! `--timestamps` also requires the commit-timestamp order to be a valid serial order.
+//! with two writers, a read of a version nobody committed). `--timestamps` also requires the
+//! commit-timestamp order to be a valid serial order. A UTF-8 byte-order mark is accepted. An
+//! empty history is an error (a run that recorded nothing proves nothing) unless
+//! `--allow-empty`.
+//!
+//! Exit status: 0 serializable; 1 not serializable; 2 the input could not be read or is not a
+//! history (a missing file, malformed JSON, an empty history), as for clap's usage errors.
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -31,6 +36,34 @@ pub struct CheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Accept a history with no transactions (otherwise an error: nothing was checked).
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+/// Exit status of a history that is not serializable.
+pub const EXIT_NOT_SERIALIZABLE: i32 = 1;
+/// Exit status of input that could not be read, or is not a history.
+pub const EXIT_UNREADABLE: i32 = 2;
+
+/// What `ordo check` found, for `main` to turn into an exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckFailure {
+    /// The input is unreadable or not a history.
+    #[error(transparent)]
+    Unreadable(anyhow::Error),
+    /// The history is not serializable.
+    #[error("{0}")]
+    NotSerializable(String),
+}
+
+impl CheckFailure {
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            CheckFailure::Unreadable(_) => EXIT_UNREADABLE,
+            CheckFailure::NotSerializable(_) => EXIT_NOT_SERIALIZABLE,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -53,11 +86,20 @@ fn read_entries(args: &CheckArgs) -> Result<Vec<HistoryEntry>> {
 }
 
 pub fn run(args: &CheckArgs) -> Result<()> {
-    let entries = read_entries(args)?;
-    let report = check(&entries).map_err(|violation| anyhow!("not serializable: {violation}"))?;
+    let entries = read_entries(args).map_err(CheckFailure::Unreadable)?;
+    if entries.is_empty() && !args.allow_empty {
+        return Err(CheckFailure::Unreadable(anyhow!(
+            "{}: the history holds no transactions, so nothing was checked (--allow-empty accepts that)",
+            args.history.display()
+        ))
+        .into());
+    }
+    let report =
+        check(&entries).map_err(|violation| CheckFailure::NotSerializable(format!("not serializable: {violation}")))?;
     if args.timestamps {
-        check_timestamp_order(&entries)
-            .map_err(|violation| anyhow!("not serializable in timestamp order: {violation}"))?;
+        check_timestamp_order(&entries).map_err(|violation| {
+            CheckFailure::NotSerializable(format!("not serializable in timestamp order: {violation}"))
+        })?;
     }
     if args.json {
         let output = CheckOutput {
