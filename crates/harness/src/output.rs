@@ -1,6 +1,5 @@
 //! Output helpers: aligned text tables, JSON and CSV files (`-` means stdout).
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -75,10 +74,46 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
         std::io::stdout().write_all(text.as_bytes())?;
         return Ok(());
     }
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut writer = BufWriter::new(file);
-    writer.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
-    writer.flush().with_context(|| format!("cannot write {}", path.display()))
+    replace_atomically(path, |out| out.write_all(text.as_bytes()))
+}
+
+/// Replaces the file at `path` with what `fill` writes, atomically: the bytes go to a temporary
+/// file in the same directory, which is renamed over `path` only once complete, so a reader (or
+/// a crash) sees the old file or the new one, never a torn mix.
+pub fn replace_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let temporary = tempfile::NamedTempFile::new_in(directory)
+        .with_context(|| format!("cannot create a file in {} to write {}", directory.display(), path.display()))?;
+    let mut writer = BufWriter::new(temporary);
+    fill(&mut writer).with_context(|| format!("cannot write {}", path.display()))?;
+    let temporary = writer
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    temporary.persist(path).map_err(|e| e.error).with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
+/// Checks, before anything is measured, that a file could be written at `path` (`-` is
+/// standard output and always can): its directory exists and takes a new file, and `path`
+/// itself is not a directory.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    if path.is_dir() {
+        anyhow::bail!("{} is a directory, not a file to write", path.display());
+    }
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(directory).map(drop).with_context(|| {
+        format!("cannot write {}: its directory {} takes no new file", path.display(), directory.display())
+    })
 }
 
 /// Writes rows of `(column, value)` pairs as CSV (columns from the first row).

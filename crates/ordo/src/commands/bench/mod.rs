@@ -60,7 +60,8 @@ pub struct BenchArgs {
     /// Write results as CSV to this file (`-` or no value: stdout, instead of the table).
     #[arg(long, num_args = 0..=1, default_missing_value = "-")]
     pub csv: Option<PathBuf>,
-    /// Write every committed transaction as JSON lines (one configuration and run only).
+    /// Write every committed transaction as JSON lines (one configuration and run only; `-`:
+    /// stdout, and the table goes to stderr).
     #[arg(long)]
     pub history: Option<PathBuf>,
     /// Append every finished run to this JSON-lines file, and reuse the runs already in it
@@ -200,19 +201,88 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let results = execute(args)?;
     if stdout_only(args.json.as_ref()) || stdout_only(args.csv.as_ref()) {
         write_files(args, &results, true)?;
+    } else if stdout_only(args.history.as_ref()) {
+        // Standard output carries the history; the table goes beside the progress, on stderr.
+        eprint!("{}", render(&results));
     } else {
         print!("{}", render(&results));
     }
     Ok(())
 }
 
+/// Checks the sweep's output files before anything is measured, so a typo cannot lose a run:
+/// each can be written, no two share a path, and at most one is standard output (`-`).
+fn check_outputs(args: &BenchArgs) -> Result<()> {
+    let outputs =
+        [("--json", &args.json), ("--csv", &args.csv), ("--history", &args.history), ("--runs-log", &args.runs_log)];
+    let given: Vec<(&str, &PathBuf)> =
+        outputs.iter().filter_map(|&(flag, path)| path.as_ref().map(|path| (flag, path))).collect();
+    let to_stdout: Vec<&str> =
+        given.iter().filter(|(_, path)| stdout_only(Some(path))).map(|&(flag, _)| flag).collect();
+    if to_stdout.len() > 1 {
+        bail!("{} all write to standard output (`-`); give at most one of them `-`", to_stdout.join(" and "));
+    }
+    for (index, &(flag, path)) in given.iter().enumerate() {
+        if stdout_only(Some(path)) {
+            if flag == "--runs-log" {
+                bail!("--runs-log must name a file (finished runs are read back from it)");
+            }
+            continue;
+        }
+        if let Some((other, _)) = given[..index].iter().find(|(_, other)| same_path(path, other)) {
+            bail!("{other} and {flag} both name {}; give each output its own file", path.display());
+        }
+        if flag == "--runs-log" {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("--runs-log: cannot open {}", path.display()))?;
+        } else {
+            ordo_harness::output::check_writable(path).with_context(|| flag.to_owned())?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same file (compared as absolute paths, and through symbolic
+/// links where both exist).
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+    }
+}
+
+/// Writes a run's committed transactions as a history: to standard output for `-`, otherwise
+/// replacing the file atomically.
+pub fn write_history(
+    path: &std::path::Path,
+    entries: impl IntoIterator<Item = ordo_history::HistoryEntry>,
+) -> Result<()> {
+    use ordo_history::HistoryWriter;
+    if stdout_only(Some(&path.to_path_buf())) {
+        let mut writer = HistoryWriter::new(std::io::stdout().lock());
+        for entry in entries {
+            writer.append(&entry)?;
+        }
+        drop(writer.finish()?);
+        return Ok(());
+    }
+    ordo_harness::output::replace_atomically(path, |out| {
+        let mut writer = HistoryWriter::new(out);
+        for entry in entries {
+            writer.append(&entry).map_err(std::io::Error::other)?;
+        }
+        writer.finish().map(drop).map_err(std::io::Error::other)
+    })
+}
+
 /// Runs every configuration of the sweep `--runs` times; returns each configuration's label
 /// and averaged result (files are written as results come in).
 pub fn execute(args: &BenchArgs) -> Result<Vec<Labelled>> {
-    if stdout_only(args.json.as_ref()) && stdout_only(args.csv.as_ref()) {
-        bail!("--json and --csv cannot both go to stdout");
-    }
     validate(args)?;
+    check_outputs(args)?;
     let planned = match args.engine.as_str() {
         "pipeline" => pipeline::plan(args)?,
         "threads" => threads::plan(args)?,

@@ -7,7 +7,6 @@ use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_history::HistoryWriter;
 use ordo_pipeline::replay::check_serial_replay;
 use ordo_pipeline::{Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, run_threaded};
 use ordo_reorder::{FvsConfig, Policy, SEARCH_NODE_BUDGET_DEFAULT};
@@ -241,11 +240,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
             let report =
                 run_threaded(&config, &workload, &run, |elapsed_s, finished| meter.update(elapsed_s, finished))?;
             if let Some(path) = &options.history {
-                let mut writer = HistoryWriter::create(path)?;
-                for record in &report.history {
-                    writer.append(&record.history_entry())?;
-                }
-                writer.finish()?;
+                super::write_history(path, report.history.iter().map(ordo_pipeline::CommitRecord::history_entry))?;
             }
             if options.verify {
                 let entries: Vec<_> = report.history.iter().map(ordo_pipeline::CommitRecord::history_entry).collect();

@@ -13,7 +13,6 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_history::HistoryWriter;
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
@@ -146,11 +145,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
                 );
             });
             if let Some(path) = &options.history {
-                let mut writer = HistoryWriter::create(path)?;
-                for entry in &report.history {
-                    writer.append(entry)?;
-                }
-                writer.finish()?;
+                super::write_history(path, report.history.iter().cloned())?;
             }
             if options.verify {
                 let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
