@@ -121,7 +121,7 @@ impl Client {
                 self.counters.finished.fetch_add(1, Ordering::SeqCst);
             }
             Message::Drain => self.draining = true,
-            other => debug_assert!(false, "client got {other:?}"),
+            other => unreachable!("client got {other:?}: no route delivers it here"),
         }
     }
 }

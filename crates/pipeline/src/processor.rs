@@ -110,7 +110,7 @@ impl Processor {
             Message::Submit(submission) => self.start(submission, ctx),
             Message::ReadReply { txn, items } => self.read_reply(txn, items, ctx),
             Message::Decide { decision, request } => self.decide(request, decision, ctx),
-            other => debug_assert!(false, "processor got {other:?}"),
+            other => unreachable!("processor got {other:?}: no route delivers it here"),
         }
     }
 
@@ -120,7 +120,7 @@ impl Processor {
             (self.slots.len() - 1) as u32
         });
         let live = &mut self.slots[slot as usize];
-        debug_assert!(live.submission.is_none(), "slot {slot} reused while live");
+        assert!(live.submission.is_none(), "slot {slot} reused while live");
         live.submission = Some(submission);
         live.restarts = 0;
         live.restart();
@@ -141,7 +141,7 @@ impl Processor {
                 live.read_set.extend(round_keys.iter().map(|&key| (key, 0)));
                 self.issue_reads(txn, base, ctx);
             }
-            Step::Read => debug_assert!(false, "a procedure asked to read nothing"),
+            Step::Read => unreachable!("a procedure asked to read nothing (a workload bug)"),
             Step::Commit => self.request_validation(slot, false, ctx),
             Step::UserAbort => self.request_validation(slot, true, ctx),
         }
@@ -174,14 +174,14 @@ impl Processor {
     fn read_reply(&mut self, txn: TxnRef, mut items: Vec<ReadItem>, ctx: &mut Context) {
         let live = &mut self.slots[txn.slot as usize];
         let current = live.submission.is_some() && live.attempt == txn.attempt;
-        debug_assert!(current, "reply for a free slot or an earlier attempt");
+        assert!(current, "reply for a free slot or an earlier attempt");
         if current {
             for item in &items {
                 let position = usize::from(item.position);
                 live.values[position] = item.value;
                 live.read_set[position].1 = item.version;
             }
-            debug_assert!(live.pending_replies > 0, "more replies than reads");
+            assert!(live.pending_replies > 0, "more replies than reads");
             live.pending_replies -= 1;
         }
         let round_done = current && live.pending_replies == 0;
@@ -216,7 +216,7 @@ impl Processor {
         let txn = request.txn;
         let live = &mut self.slots[txn.slot as usize];
         let current = live.submission.is_some() && live.attempt == txn.attempt;
-        debug_assert!(current, "decision for a free slot or an earlier attempt");
+        assert!(current, "decision for a free slot or an earlier attempt");
         if current {
             match decision {
                 Decision::Abort(cause) => {

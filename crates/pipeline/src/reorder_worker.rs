@@ -24,8 +24,7 @@ impl ReorderWorker {
 
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {
         let Message::Reorder(mut batch) = message else {
-            debug_assert!(false, "reorder worker got {message:?}");
-            return;
+            unreachable!("reorder worker got {message:?}: no route delivers it here");
         };
         let start = self.timed.then(Instant::now);
         let ReorderWorker { reorderer, .. } = self;

@@ -150,7 +150,7 @@ impl StoragePartition {
                 ctx.send(Address::Processor(txn.processor), Message::ReadReply { txn, items });
             }
             Message::Write { writes } => self.apply(&writes),
-            other => debug_assert!(false, "storage got {other:?}"),
+            other => unreachable!("storage got {other:?}: no route delivers it here"),
         }
     }
 }

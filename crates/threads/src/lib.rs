@@ -38,7 +38,8 @@
 //! and the tests drive two transactions by hand through the isolation anomalies.
 //!
 //! All synchronization is on atomics (seqlock-style optimistic reads validated by re-reading
-//! the protocol word, as Silo does), so the crate has no `unsafe`.
+//! the protocol word, as Silo does). The crate's one `unsafe` block is the prefetch hint in
+//! [`store`] (`_mm_prefetch`, which reads and writes no memory), allowed there alone.
 
 pub mod config;
 pub mod engine;

@@ -17,7 +17,10 @@
 //! When `commit_ts - wts` does not fit the 15-bit delta, the extension also raises `wts` (as
 //! the paper does): the version stays valid up to `commit_ts`, and concurrent readers that saw
 //! the old `wts` fail validation, which is safe. Commit timestamps order the transactions
-//! serially, so histories carry them as `ts`.
+//! serially, but histories do not carry them: transactions that do not conflict may share a
+//! timestamp, and versions are per-key sequence numbers, so `ordo check --timestamps` (which
+//! wants distinct timestamps that are also the versions written) does not apply; the
+//! dependency-graph check does.
 
 use std::sync::atomic::{Ordering, fence};
 

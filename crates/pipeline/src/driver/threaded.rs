@@ -1,6 +1,6 @@
 //! The threaded runtime: components hosted on a fixed set of OS threads, in real time.
 //!
-//! The placement (`client,processor,storage;validator,reorder` by default) says which roles
+//! The placement (`processor,storage;client,validator,reorder`, the paper's split, by default) says which roles
 //! each thread hosts; there are never more threads than the placement lists, and a thread with
 //! nothing to do parks instead of spinning.
 //!
