@@ -122,8 +122,15 @@ fn start_bench_status_stop() {
     assert_eq!(records[0]["config"]["placement"], "thread-aware");
     ordo().args(["pg", "status"]).args(&cluster).assert().success().stdout(contains("1000 customers"));
     ordo().args(["pg", "stop"]).args(&cluster).assert().success().stdout(contains("stopped"));
-    // A second start rewrites ordo.conf and includes it once, not twice.
-    ordo().args(["pg", "start"]).args(&cluster).assert().success();
+    // A second start says it reuses the cluster, rewrites ordo.conf and includes it once.
+    ordo().args(["pg", "start"]).args(&cluster).assert().success().stdout(contains("reusing the cluster"));
+    // More connections than the server takes are refused before anything runs.
+    ordo()
+        .args(["bench", "--engine", "pg", "--url", &url, "--mode", "reorder", "--connections", "150"])
+        .args(["--keys", "1000", "--duration", "0.3", "--warmup", "0"])
+        .assert()
+        .failure()
+        .stderr(contains("max_connections 100"));
     let conf = std::fs::read_to_string(dir.join("postgresql.conf")).unwrap();
     assert_eq!(conf.matches("include_if_exists = 'ordo.conf'").count(), 1, "{conf}");
     assert!(std::fs::read_to_string(dir.join("ordo.conf")).unwrap().contains("max_pred_locks_per_page = 64"));

@@ -41,6 +41,14 @@ pub const BENCHMARK_SETTINGS: &[(&str, &str, &str)] = &[
     ("log_min_messages", "warning", "quiet logs"),
 ];
 
+/// The user's login name for per-user paths: `$USER`, else `$LOGNAME`, reduced to characters
+/// safe in a file name; `unknown` when neither is set.
+fn user_name() -> String {
+    let name = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_default();
+    let safe: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+    if safe.is_empty() { "unknown".to_owned() } else { safe }
+}
+
 /// Where a throwaway cluster lives and how it is reached.
 #[derive(Debug, Clone)]
 pub struct Cluster {
@@ -53,9 +61,10 @@ impl Cluster {
         Cluster { data_dir: data_dir.into(), port }
     }
 
-    /// The default cluster of `ordo pg start`: `$TMPDIR/ordo-pg` on port 5433.
+    /// The default cluster of `ordo pg start`: `$TMPDIR/ordo-pg-$USER` on port 5433 (one per
+    /// user, so two users of a machine do not share, or fight over, one data directory).
     pub fn default_local() -> Self {
-        Cluster::new(std::env::temp_dir().join("ordo-pg"), PORT_DEFAULT)
+        Cluster::new(std::env::temp_dir().join(format!("ordo-pg-{}", user_name())), PORT_DEFAULT)
     }
 
     /// The URL to reach it over TCP loopback.

@@ -223,10 +223,21 @@ impl Conn {
     /// and visible, or rolled back) before anyone looks its id up.
     pub async fn reopen(session: &SessionConfig, old_backend_pid: i32, timeout: Duration) -> Result<Conn> {
         let started = Instant::now();
-        let give_up = |error: String| PgError::Restarting {
-            url: redact(&session.url),
-            waited_s: started.elapsed().as_secs_f64(),
-            reason: error,
+        // A server that refuses connections outright was stopped (or never ran): say so, not
+        // that it is restarting, which only a server answering "cannot connect now" is.
+        let give_up = |error: PgError| match error {
+            PgError::Unreachable { url, reason } => PgError::Unreachable {
+                url,
+                reason: format!(
+                    "{reason} (still, after waiting {:.0} s for it to come back)",
+                    started.elapsed().as_secs_f64()
+                ),
+            },
+            other => PgError::Restarting {
+                url: redact(&session.url),
+                waited_s: started.elapsed().as_secs_f64(),
+                reason: other.to_string(),
+            },
         };
         loop {
             let conn = match Conn::open(session).await {
@@ -236,7 +247,7 @@ impl Conn {
                 ) => {
                     return Err(error);
                 }
-                Err(error) if started.elapsed() >= timeout => return Err(give_up(error.to_string())),
+                Err(error) if started.elapsed() >= timeout => return Err(give_up(error)),
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -260,7 +271,9 @@ impl Conn {
                     Err(error) if classify(&error) != Failure::ConnectionLost => {
                         return Err(PgError::database("waiting for the old backend to exit", error));
                     }
-                    Err(error) if started.elapsed() >= timeout => return Err(give_up(error.to_string())),
+                    Err(error) if started.elapsed() >= timeout => {
+                        return Err(give_up(PgError::database("waiting for the old backend to exit", error)));
+                    }
                     Err(_) => break,
                 }
             }

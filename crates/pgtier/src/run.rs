@@ -386,6 +386,7 @@ pub async fn run(
 ) -> Result<TierReport> {
     config.validate()?;
     let admin = connect_plain(&config.session.url).await?;
+    check_connection_limit(&admin, config.connections).await?;
     let loaded = if config.load { schema::load(&admin, workload).await? } else { schema::inspect(&admin).await? };
     let expected = (workload.key_count() / 3) as i64;
     if loaded.customers != expected {
@@ -491,6 +492,39 @@ pub fn check_audit(report: &TierReport) -> Result<()> {
 pub async fn probe_settings(url: &str) -> Result<Vec<(String, String)>> {
     let client = connect_plain(url).await?;
     server_settings(&client).await
+}
+
+/// Refuses, before anything runs, more connections than the server can take: its
+/// `max_connections` less the slots reserved for superusers and the tier's own admin and audit
+/// connections (otherwise the run would fail partway with "too many clients").
+async fn check_connection_limit(admin: &tokio_postgres::Client, connections: usize) -> Result<()> {
+    let setting = |name: &'static str| async move {
+        let value: String = admin
+            .query_one(&format!("SHOW {name}"), &[])
+            .await
+            .map_err(|e| PgError::database(format!("SHOW {name}"), e))?
+            .get(0);
+        Ok::<usize, PgError>(value.trim().parse().unwrap_or(0))
+    };
+    let max = setting("max_connections").await?;
+    let reserved = setting("superuser_reserved_connections").await?;
+    let in_use: i64 = admin
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'", &[])
+        .await
+        .map_err(|e| PgError::database("counting connections", e))?
+        .get(0);
+    // The admin connection is among those in use; the audit opens one more.
+    let available = max.saturating_sub(reserved).saturating_sub(in_use as usize).saturating_sub(1);
+    if connections > available {
+        return Err(PgError::invalid(
+            "connections",
+            format!(
+                "{connections} connections, but the server takes {available} more (max_connections {max}, \
+                 {reserved} reserved for superusers, {in_use} in use, 1 for the audit); raise max_connections or use fewer"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 async fn server_settings(client: &tokio_postgres::Client) -> Result<Vec<(String, String)>> {

@@ -17,7 +17,7 @@ pub struct PgArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
-    /// Data directory of the throwaway cluster (default: $TMPDIR/ordo-pg).
+    /// Data directory of the throwaway cluster (default: $TMPDIR/ordo-pg-$USER, one per user).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Loopback port.
@@ -68,6 +68,12 @@ pub fn run(args: &PgArgs) -> Result<()> {
     match &args.action {
         PgAction::Start(c) => {
             let cluster = c.cluster();
+            if cluster.initialized() {
+                println!(
+                    "reusing the cluster in {} (created earlier; remove the directory for a fresh one)",
+                    cluster.data_dir.display()
+                );
+            }
             let started = cluster.start()?;
             println!(
                 "PostgreSQL {} in {} (port {})",
