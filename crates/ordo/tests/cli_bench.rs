@@ -142,7 +142,7 @@ fn headline_compares_both_deployments() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("h.json");
     let output = ordo()
-        .args(["headline", "--theta", "0.8", "--duration", "0.2", "--json"])
+        .args(["headline", "--theta", "0.8", "--duration", "0.2", "--runs", "2", "--json"])
         .arg(&json)
         .assert()
         .success()
@@ -158,4 +158,13 @@ fn headline_compares_both_deployments() {
     }
     let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(records.len(), 4, "base and srvc on two deployments");
+    for record in &records {
+        assert_eq!(record["runs"], 2, "every point runs twice");
+        assert!(record["median"]["throughput_tps"].as_f64().unwrap() > 0.0, "medians are reported");
+    }
+    // The notes are computed from the table: each mode is named with the deployment that won.
+    for mode in ["base", "srvc"] {
+        assert!(text.contains(&format!("{mode} was faster on ")), "{text}");
+    }
+    assert!(text.contains("srvc/base ranged from"), "{text}");
 }

@@ -1,23 +1,31 @@
-//! `ordo headline`: the one-minute demonstration. The pipeline engine without any batching
+//! `ordo headline`: the two-minute demonstration. The pipeline engine without any batching
 //! (`base`) against batching and reordering at storage and validator (`srvc`), on the paper's
 //! micro-benchmark at several skews, in one short table, on two deployments: the paper's
 //! split of the components over the two cores, and all of them on one thread.
+//!
+//! Every point runs `--runs` times (3 by default), interleaved with the other points so a slow
+//! spell of a shared machine hits them all alike; the table shows medians with the spread of
+//! the runs, and the notes under it are computed from the table's own numbers.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
+use ordo_harness::RunResult;
 use ordo_harness::output::Table;
 use ordo_pipeline::{PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD};
 
-use super::bench::{execute, parse_bench_args};
+use super::bench::{Labelled, execute, parse_bench_args};
 
 #[derive(Debug, Args)]
 pub struct HeadlineArgs {
     /// Zipf skews to compare, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0.6,0.7,0.8,0.9")]
     pub theta: Vec<f64>,
-    /// Measured seconds per run (after 1 s of warm-up).
-    #[arg(long, default_value_t = 3.0)]
+    /// Measured seconds per run (after 0.5 s of warm-up).
+    #[arg(long, default_value_t = 2.0)]
     pub duration: f64,
+    /// Runs per point (interleaved); the table shows their medians and spread.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
     /// Live transactions. 100 fully loads the pipeline on 2 cores; the paper's 300 was chosen
     /// for its Java prototype and makes every mode thrash here (see BENCHMARKS.md).
     #[arg(long, default_value_t = 100)]
@@ -30,7 +38,27 @@ pub struct HeadlineArgs {
 /// The two deployments, as `(threads, placement)`.
 const DEPLOYMENTS: [(usize, &str); 2] = [(2, PLACEMENT_DEFAULT), (1, PLACEMENT_ONE_THREAD)];
 
+/// Median throughput of a point, and its spread as the standard deviation over the runs.
+fn median_tps(result: &RunResult) -> f64 {
+    result.median.map_or(result.throughput_tps, |m| m.throughput_tps)
+}
+
+fn spread_percent(result: &RunResult) -> f64 {
+    let std = result.std.map_or(0.0, |s| s.throughput_tps);
+    100.0 * std / result.throughput_tps.max(1.0)
+}
+
+/// The result of `mode` at `theta` on `placement`.
+fn find<'a>(results: &'a [Labelled], mode: &str, theta: f64, placement: &str) -> Option<&'a RunResult> {
+    results.iter().map(|(_, r)| r).find(|r| {
+        r.info.mode == mode && r.info.theta == theta && r.info.config.get("placement").is_some_and(|p| p == placement)
+    })
+}
+
 pub fn run(args: &HeadlineArgs) -> Result<()> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
     let thetas: Vec<String> = args.theta.iter().map(ToString::to_string).collect();
     let mut command_line = vec![
         "ordo".to_owned(),
@@ -40,7 +68,8 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
         format!("--concurrency={}", args.concurrency),
         format!("--theta={}", thetas.join(",")),
         format!("--duration={}", args.duration),
-        "--warmup=1".into(),
+        "--warmup=0.5".into(),
+        format!("--runs={}", args.runs),
     ];
     command_line.extend(DEPLOYMENTS.iter().map(|(_, placement)| format!("--placement={placement}")));
     if let Some(path) = &args.json {
@@ -52,50 +81,86 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
         "theta",
         "threads",
         "base commits/s",
+        "±",
         "srvc commits/s",
+        "±",
         "srvc/base",
         "base aborts",
         "srvc aborts",
         "base p95 µs",
         "srvc p95 µs",
     ]);
+    // Per mode and θ, which deployment had the higher median: (mode, θ, faster threads).
+    let mut faster: Vec<(&str, f64, usize)> = Vec::new();
+    let mut ratios: Vec<(f64, usize, f64)> = Vec::new();
     for &theta in &args.theta {
         for (threads, placement) in DEPLOYMENTS {
-            let find = |mode: &str| {
-                results
-                    .iter()
-                    .map(|(_, r)| r)
-                    .find(|r| {
-                        r.info.mode == mode
-                            && r.info.theta == theta
-                            && r.info.config.get("placement").is_some_and(|p| p == placement)
-                    })
-                    .cloned()
+            let (Some(base), Some(srvc)) =
+                (find(&results, "base", theta, placement), find(&results, "srvc", theta, placement))
+            else {
+                continue;
             };
-            let (Some(base), Some(srvc)) = (find("base"), find("srvc")) else { continue };
+            let ratio = median_tps(srvc) / median_tps(base).max(1.0);
+            ratios.push((theta, threads, ratio));
             table.row(vec![
                 format!("{theta}"),
                 threads.to_string(),
-                format!("{:.0}", base.throughput_tps),
-                format!("{:.0}", srvc.throughput_tps),
-                format!("{:.2}x", srvc.throughput_tps / base.throughput_tps.max(1.0)),
+                format!("{:.0}", median_tps(base)),
+                format!("{:.0}%", spread_percent(base)),
+                format!("{:.0}", median_tps(srvc)),
+                format!("{:.0}%", spread_percent(srvc)),
+                format!("{ratio:.2}x"),
                 format!("{:.1}%", 100.0 * base.abort_rate),
                 format!("{:.1}%", 100.0 * srvc.abort_rate),
-                format!("{:.0}", base.latency_us.p95),
-                format!("{:.0}", srvc.latency_us.p95),
+                format!("{:.0}", base.median.map_or(base.latency_us.p95, |m| m.latency_us_p95)),
+                format!("{:.0}", srvc.median.map_or(srvc.latency_us.p95, |m| m.latency_us_p95)),
             ]);
+        }
+        for mode in ["base", "srvc"] {
+            let tps: Vec<(usize, f64)> = DEPLOYMENTS
+                .iter()
+                .filter_map(|&(threads, placement)| {
+                    find(&results, mode, theta, placement).map(|r| (threads, median_tps(r)))
+                })
+                .collect();
+            if let Some(&(threads, _)) = tps.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+                faster.push((mode, theta, threads));
+            }
         }
     }
     println!("{}", table.render());
     println!(
-        "pipeline engine, micro-benchmark (100K keys, 5 reads + 5 writes), concurrency {}, batch 40; \
-         {} s measured per point after 1 s warm-up.\n\
-         2 threads: the paper's split (processor and storage on one core; client, validator and \
-         reorder worker on the other), where batching also saves messages between the cores.\n\
-         1 thread: every component on one core; on 2 cores the faster deployment for both modes \
-         (BENCHMARKS.md).",
-        args.concurrency, args.duration
+        "pipeline engine, micro-benchmark (100K keys, 5 reads + 5 writes), concurrency {}, batch 40; medians of {} \
+         interleaved runs of {} s after 0.5 s of warm-up; ± is the standard deviation of the runs, in percent of \
+         the mean.",
+        args.concurrency, args.runs, args.duration
     );
-
+    println!(
+        "2 threads: the paper's split (processor and storage on one core; client, validator and reorder worker on \
+         the other). 1 thread: every component on one core."
+    );
+    for mode in ["base", "srvc"] {
+        let by_threads = |threads: usize| -> Vec<String> {
+            faster
+                .iter()
+                .filter(|&&(m, _, t)| m == mode && t == threads)
+                .map(|&(_, theta, _)| theta.to_string())
+                .collect()
+        };
+        let (one, two) = (by_threads(1), by_threads(2));
+        let say = |thetas: &[String], deployment: &str| {
+            if thetas.is_empty() { String::new() } else { format!("{deployment} at θ = {}", thetas.join(", ")) }
+        };
+        let parts: Vec<String> =
+            [say(&one, "one thread"), say(&two, "two threads")].into_iter().filter(|s| !s.is_empty()).collect();
+        if !parts.is_empty() {
+            println!("{mode} was faster on {} in this run.", parts.join(" and on "));
+        }
+    }
+    if let (Some(low), Some(high)) =
+        (ratios.iter().map(|r| r.2).min_by(f64::total_cmp), ratios.iter().map(|r| r.2).max_by(f64::total_cmp))
+    {
+        println!("srvc/base ranged from {low:.2}x to {high:.2}x over these skews and deployments.");
+    }
     Ok(())
 }
