@@ -1,0 +1,739 @@
+//! The ordered index: a B+tree with optimistic lock coupling whose nodes live in a record
+//! arena of atomic words.
+//!
+//! Readers take no locks: they descend reading each node's version, the words they need,
+//! then the version again (see [`super::node`]); a changed, locked or obsolete version
+//! restarts the operation from the root. Writers lock only the nodes they change, by a
+//! compare-and-swap from the version they read on the way down (Leis et al., DaMoN 2016), and
+//! never wait while holding a lock: a failed lock releases what is held and restarts, so there
+//! is no deadlock. Full inner nodes are split on the way down, so the parent of a splitting
+//! node always has room for the new separator.
+//!
+//! ```text
+//!                     root (inner, level 2)
+//!                  [ 40 | 90 ]
+//!                 /     |     \
+//!        [ 10|25 ]   [ 60 ]   [ 95 ]           inner, level 1: child i holds [key(i-1), key(i))
+//!        /   |   \    /  \      |  \
+//!      leaf leaf leaf ...            ...       leaves: sorted keys and values, a version, a stamp
+//! ```
+//!
+//! ## What protocols get (phantom protection, as Silo's Masstree node set)
+//! * `get` of an absent key returns the leaf that would hold it and the version under which the
+//!   absence was seen; the key's insertion changes that leaf's version (or retires the leaf).
+//! * `scan` reports every leaf whose entries it examined, with the version under which they were
+//!   read; together those leaves cover the whole scanned range, so any insert or remove inside
+//!   the range changes one of the reported versions.
+//! * `insert` returns the leaf's version just before and just after it, so a transaction can
+//!   move its own node-set entry forward instead of aborting on its own insert.
+//! * every leaf has a stamp word; a split copies it into the new leaf, and an unlinked empty
+//!   leaf raises its neighbour's stamp to its own, so a protocol's read stamp of a key range
+//!   follows the range.
+//!
+//! ## Fences and scans
+//! Leaves have no sibling links. A descent computes a leaf's fences (the range it holds) from
+//! the separators it passed, and a scan continues from a leaf's high fence (ascending) or just
+//! below its low fence (descending) with a new descent. A leaf's range only shrinks by a split
+//! of that leaf (which changes its version) and only grows when an empty neighbour is unlinked
+//! (which holds no keys and retires that neighbour), so the entries a scan read under a leaf's
+//! version are all the entries of its range at that moment.
+//!
+//! ## Empty leaves
+//! A remove that empties a leaf unlinks it: from its parent if the parent keeps another child,
+//! else together with its chain of single-child ancestors from the first ancestor that keeps
+//! another child. The unlinked nodes are marked obsolete and their ids retired through the
+//! epoch. Leaves that are not empty are never merged, so a tree holds at most one leaf per key
+//! plus one chain of empty nodes (when the tree is empty), and a queue-like workload (insert
+//! at the high end, remove at the low end) runs in bounded space. The tree's height never
+//! shrinks.
+//!
+//! ## Splits
+//! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
+//! before them all (prepend): then the new key starts a leaf of its own and the full leaf stays
+//! full, so sequential inserts fill leaves completely. Inner nodes split the same way.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::{Backoff, CachePadded};
+
+use super::node::{INNER_KEYS_MAX, LEAF_KEYS_MAX, NODE_WORDS, Node};
+use super::{Inserted, LeafVersion};
+use crate::Direction;
+use crate::epoch;
+use crate::records::Records;
+use crate::shard::ShardedCounter;
+
+/// Deepest tree a descent follows (far more than any real tree reaches: every inner node but
+/// the rightmost and leftmost on each level had a full node's worth of separators at its split).
+pub const DEPTH_MAX: usize = 32;
+/// Records reserved in the node arena beyond what the capacity hint needs.
+const NODES_SPARE: u64 = 64;
+
+/// Bulk loading refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("bulk load keys must be strictly increasing: {key} came after {previous}")]
+    NotIncreasing { previous: u64, key: u64 },
+}
+
+/// An ordered map from `u64` keys to `u64` values (record ids), safe for concurrent use (see
+/// the module docs).
+#[derive(Debug)]
+pub struct OrderedIndex {
+    nodes: Records,
+    root: CachePadded<AtomicU64>,
+    entries: ShardedCounter,
+}
+
+/// A leaf found by a descent: the node, the version its words were read under, and its fences
+/// (`low` inclusive, `high` exclusive, `None` = no upper bound).
+#[derive(Debug, Clone, Copy)]
+struct LeafAt<'a> {
+    node: Node<'a>,
+    version: u64,
+    low: u64,
+    high: Option<u64>,
+}
+
+/// One inner node on a descent's path: the node, the version it was read under, its key count
+/// and the child the descent took.
+#[derive(Debug, Clone, Copy)]
+struct Step<'a> {
+    node: Node<'a>,
+    version: u64,
+    count: usize,
+    child: usize,
+}
+
+/// The inner nodes a descent passed, root first.
+#[derive(Debug)]
+struct Path<'a> {
+    steps: [Option<Step<'a>>; DEPTH_MAX],
+    len: usize,
+}
+
+impl<'a> Path<'a> {
+    fn new() -> Self {
+        Path { steps: [None; DEPTH_MAX], len: 0 }
+    }
+
+    fn step(&self, index: usize) -> Step<'a> {
+        self.steps[index].expect("path step within len")
+    }
+}
+
+impl Default for OrderedIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OrderedIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty index whose node arena is sized for about `keys` keys from the start.
+    pub fn with_capacity(keys: u64) -> Self {
+        let nodes = Records::new(NODE_WORDS, keys / LEAF_KEYS_MAX as u64 * 2 + NODES_SPARE);
+        let index =
+            OrderedIndex { nodes, root: CachePadded::new(AtomicU64::new(0)), entries: ShardedCounter::default() };
+        let root = index.new_node(0);
+        index.root.store(u64::from(root.id), Ordering::Release);
+        index
+    }
+
+    /// An index holding `entries` (keys strictly increasing), built bottom-up with full nodes:
+    /// the fast path for loading a table.
+    pub fn from_sorted(entries: impl IntoIterator<Item = (u64, u64)>) -> Result<Self, LoadError> {
+        let entries = entries.into_iter();
+        let index = Self::with_capacity(entries.size_hint().0 as u64);
+        let mut level: Vec<(u64, u32)> = Vec::new();
+        let mut leaf = index.node(index.root.load(Ordering::Relaxed)).expect("root exists");
+        let mut count = 0;
+        let mut previous: Option<u64> = None;
+        let mut total: i64 = 0;
+        for (key, value) in entries {
+            if let Some(previous) = previous
+                && key <= previous
+            {
+                return Err(LoadError::NotIncreasing { previous, key });
+            }
+            previous = Some(key);
+            if count == LEAF_KEYS_MAX {
+                leaf.set_count(count);
+                leaf = index.new_node(0);
+                count = 0;
+            }
+            if count == 0 {
+                level.push((key, leaf.id));
+            }
+            leaf.set_key(count, key);
+            leaf.set_value(count, value);
+            count += 1;
+            total += 1;
+        }
+        leaf.set_count(count);
+        let mut height = 0;
+        while level.len() > 1 {
+            height += 1;
+            let mut parents = Vec::with_capacity(level.len() / INNER_KEYS_MAX + 1);
+            for group in level.chunks(INNER_KEYS_MAX + 1) {
+                let inner = index.new_node(height);
+                inner.set_child(0, u64::from(group[0].1));
+                for (slot, &(low, child)) in group.iter().enumerate().skip(1) {
+                    inner.set_key(slot - 1, low);
+                    inner.set_child(slot, u64::from(child));
+                }
+                inner.set_count(group.len() - 1);
+                parents.push((group[0].0, inner.id));
+            }
+            level = parents;
+        }
+        if let Some(&(_, root)) = level.first() {
+            index.root.store(u64::from(root), Ordering::Release);
+        }
+        index.entries.reset(total);
+        Ok(index)
+    }
+
+    /// Entries in the index (exact when no thread is changing it).
+    pub fn len(&self) -> u64 {
+        self.entries.sum().max(0) as u64
+    }
+
+    /// Whether the index has no entries (exact when no thread is changing it).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of `key`, or, if it is absent, the leaf that would hold it with the version
+    /// under which it was seen absent.
+    pub fn get(&self, key: u64) -> Result<u64, LeafVersion> {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(leaf) = self.descend(key, None) {
+                let node = leaf.node;
+                let count = node.leaf_count();
+                let position = node.lower_bound(count, key);
+                let found = position < count && node.key(position) == key;
+                let value = if found { node.value(position) } else { 0 };
+                if node.validate(leaf.version) {
+                    return if found { Ok(value) } else { Err(LeafVersion { leaf: node.id, version: leaf.version }) };
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// The leaf that holds (or would hold) `key`, with its current unlocked version.
+    pub fn leaf_of(&self, key: u64) -> LeafVersion {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(leaf) = self.descend(key, None) {
+                return LeafVersion { leaf: leaf.node.id, version: leaf.version };
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// The current version word of `leaf` (maybe locked or obsolete), for validation by
+    /// equality against a [`LeafVersion`].
+    pub fn version(&self, leaf: u32) -> u64 {
+        self.node_of(leaf).version_now()
+    }
+
+    /// The stamp word of `leaf`: free for protocols (a read timestamp of the leaf's range). A
+    /// leaf made by a split starts with its sibling's stamp; an unlinked empty leaf's stamp is
+    /// folded (by maximum) into the leaf that takes over its range.
+    pub fn stamp(&self, leaf: u32) -> &AtomicU64 {
+        self.node_of(leaf).stamp()
+    }
+
+    /// Maps `key` to `value` if `key` is absent; otherwise returns the value it has.
+    pub fn insert(&self, key: u64, value: u64) -> Result<Inserted, u64> {
+        let backoff = Backoff::new();
+        let mut split = false;
+        loop {
+            match self.try_insert(key, value, &mut split) {
+                Some(outcome) => return outcome,
+                None if split => {}
+                None => backoff.snooze(),
+            }
+        }
+    }
+
+    /// Removes `key` if it maps to `value`; returns whether it did.
+    pub fn remove(&self, key: u64, value: u64) -> bool {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(removed) = self.try_remove(key, value) {
+                return removed;
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Visits the entries with keys in `low..=high` in `direction` until `visit` returns
+    /// false, and reports to `leaves` each leaf whose entries it examined, with the version
+    /// they were read under (once per leaf and version; a leaf that changed between two
+    /// visits of it is reported again with its new version). The entries visited from one leaf
+    /// are a consistent snapshot of it. The leaf where the scan stopped is reported too.
+    pub fn scan(
+        &self,
+        low: u64,
+        high: u64,
+        direction: Direction,
+        visit: &mut dyn FnMut(u64, u64) -> bool,
+        leaves: &mut dyn FnMut(LeafVersion),
+    ) {
+        if low > high {
+            return;
+        }
+        let mut cursor = match direction {
+            Direction::Ascending => low,
+            Direction::Descending => high,
+        };
+        let mut last_reported: Option<LeafVersion> = None;
+        let mut buffer = [(0u64, 0u64); LEAF_KEYS_MAX];
+        loop {
+            let (leaf, filled) = self.read_leaf_entries(cursor, low, high, direction, &mut buffer);
+            let reported = LeafVersion { leaf: leaf.node.id, version: leaf.version };
+            if last_reported != Some(reported) {
+                leaves(reported);
+                last_reported = Some(reported);
+            }
+            for &(key, value) in &buffer[..filled] {
+                if !visit(key, value) {
+                    return;
+                }
+            }
+            match direction {
+                Direction::Ascending => match leaf.high {
+                    Some(fence) if fence <= high => cursor = fence,
+                    _ => return,
+                },
+                Direction::Descending => {
+                    if leaf.low > low {
+                        cursor = leaf.low - 1;
+                    } else {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the entries of the leaf holding `cursor` that lie in the scan's remaining range
+    /// into `buffer` (in scan order), as a validated snapshot.
+    fn read_leaf_entries<'a>(
+        &'a self,
+        cursor: u64,
+        low: u64,
+        high: u64,
+        direction: Direction,
+        buffer: &mut [(u64, u64); LEAF_KEYS_MAX],
+    ) -> (LeafAt<'a>, usize) {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(leaf) = self.descend(cursor, None) {
+                let node = leaf.node;
+                let count = node.leaf_count();
+                let mut filled = 0;
+                match direction {
+                    Direction::Ascending => {
+                        let mut position = node.lower_bound(count, cursor);
+                        while position < count {
+                            let key = node.key(position);
+                            if key > high {
+                                break;
+                            }
+                            buffer[filled] = (key, node.value(position));
+                            filled += 1;
+                            position += 1;
+                        }
+                    }
+                    Direction::Descending => {
+                        let mut position = node.upper_bound(count, cursor);
+                        while position > 0 {
+                            let key = node.key(position - 1);
+                            if key < low {
+                                break;
+                            }
+                            buffer[filled] = (key, node.value(position - 1));
+                            filled += 1;
+                            position -= 1;
+                        }
+                    }
+                }
+                if node.validate(leaf.version) {
+                    return (leaf, filled);
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    // ---- internals ----
+
+    /// Node `id`, if the id lies in the arena (an id read from a node being recycled may not).
+    #[inline]
+    fn node(&self, id: u64) -> Option<Node<'_>> {
+        let id32 = u32::try_from(id).ok()?;
+        self.nodes.get(id).map(|words| Node::new(id32, words))
+    }
+
+    /// Node `leaf` (a leaf id a caller got from this index).
+    fn node_of(&self, leaf: u32) -> Node<'_> {
+        self.node(u64::from(leaf)).unwrap_or_else(|| panic!("leaf {leaf} is not a node of this index"))
+    }
+
+    /// A fresh or recycled node, initialized empty at `level`, unlocked, unreachable yet.
+    fn new_node(&self, level: u32) -> Node<'_> {
+        let id = self.nodes.alloc();
+        assert!(u32::try_from(id).is_ok(), "ordered index exceeded 2^32 nodes");
+        let node = self.node(id).expect("allocated node is in the arena");
+        node.init(level);
+        node
+    }
+
+    /// Descends to the leaf holding `key`, recording the inner nodes passed in `path`. `None`
+    /// if a version changed (or a node was locked or obsolete) on the way: restart.
+    #[inline]
+    fn descend<'a>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
+        let root_id = self.root.load(Ordering::Acquire);
+        let mut node = self.node(root_id)?;
+        let mut version = node.read_version()?;
+        if self.root.load(Ordering::Acquire) != root_id {
+            return None;
+        }
+        let mut low = 0;
+        let mut high = None;
+        let mut depth = 0;
+        while node.level() > 0 {
+            let count = node.inner_count();
+            let child = node.upper_bound(count, key);
+            if child > 0 {
+                low = node.key(child - 1);
+            }
+            if child < count {
+                high = Some(node.key(child));
+            }
+            let next = self.node(node.child(child))?;
+            let next_version = next.read_version()?;
+            if !node.validate(version) {
+                return None;
+            }
+            if let Some(path) = path.as_deref_mut() {
+                path.steps[depth] = Some(Step { node, version, count, child });
+                path.len = depth + 1;
+            }
+            depth += 1;
+            if depth >= DEPTH_MAX {
+                return None;
+            }
+            node = next;
+            version = next_version;
+        }
+        Some(LeafAt { node, version, low, high })
+    }
+
+    /// One attempt at an insert; `None` means restart (`split` is set when this attempt split
+    /// a node on the insert's way).
+    fn try_insert(&self, key: u64, value: u64, split: &mut bool) -> Option<Result<Inserted, u64>> {
+        let root_id = self.root.load(Ordering::Acquire);
+        let mut node = self.node(root_id)?;
+        let mut version = node.read_version()?;
+        if self.root.load(Ordering::Acquire) != root_id {
+            return None;
+        }
+        let mut parent: Option<(Node<'_>, u64)> = None;
+        let mut depth = 0;
+        while node.level() > 0 {
+            let count = node.inner_count();
+            if count >= INNER_KEYS_MAX {
+                self.split(parent, node, version, key)?;
+                *split = true;
+                return None;
+            }
+            let child = node.upper_bound(count, key);
+            let next = self.node(node.child(child))?;
+            let next_version = next.read_version()?;
+            if !node.validate(version) {
+                return None;
+            }
+            depth += 1;
+            if depth >= DEPTH_MAX {
+                return None;
+            }
+            parent = Some((node, version));
+            node = next;
+            version = next_version;
+        }
+        let count = node.leaf_count();
+        let position = node.lower_bound(count, key);
+        if position < count && node.key(position) == key {
+            let existing = node.value(position);
+            return node.validate(version).then_some(Err(existing));
+        }
+        if count >= LEAF_KEYS_MAX {
+            self.split(parent, node, version, key)?;
+            *split = true;
+            return None;
+        }
+        if !node.try_lock(version) {
+            return None;
+        }
+        node.leaf_insert_at(count, position, key, value);
+        let after = node.unlock();
+        self.entries.add(1);
+        Some(Ok(Inserted {
+            before: LeafVersion { leaf: node.id, version },
+            after: LeafVersion { leaf: node.id, version: after },
+            split: *split,
+        }))
+    }
+
+    /// Splits full `node` (read under `version`) whose parent (read under its version) is
+    /// `parent`, or which is the root. `None` if a lock could not be taken.
+    fn split(&self, parent: Option<(Node<'_>, u64)>, node: Node<'_>, version: u64, key: u64) -> Option<()> {
+        if let Some((parent, parent_version)) = parent
+            && !parent.try_lock(parent_version)
+        {
+            return None;
+        }
+        if !node.try_lock(version) {
+            if let Some((parent, _)) = parent {
+                parent.unlock();
+            }
+            return None;
+        }
+        if parent.is_none() && self.root.load(Ordering::Acquire) != u64::from(node.id) {
+            node.unlock();
+            return None;
+        }
+        let (separator, right) =
+            if node.level() == 0 { self.split_leaf(node, key) } else { self.split_inner(node, key) };
+        match parent {
+            Some((parent, _)) => {
+                let count = parent.inner_count();
+                let child = parent.upper_bound(count, separator);
+                parent.inner_insert_at(count, child, separator, u64::from(right.id));
+                parent.unlock();
+            }
+            None => {
+                let root = self.new_node(node.level() + 1);
+                root.set_key(0, separator);
+                root.set_child(0, u64::from(node.id));
+                root.set_child(1, u64::from(right.id));
+                root.set_count(1);
+                self.root.store(u64::from(root.id), Ordering::Release);
+            }
+        }
+        node.unlock();
+        Some(())
+    }
+
+    /// Moves the upper part of full, locked leaf `node` into a new leaf; returns the separator
+    /// (the new leaf's first key) and the new leaf.
+    fn split_leaf<'a>(&'a self, node: Node<'a>, key: u64) -> (u64, Node<'a>) {
+        let count = node.leaf_count();
+        let right = self.new_node(0);
+        right.stamp().store(node.stamp().load(Ordering::Acquire), Ordering::Release);
+        let keep = if key > node.key(count - 1) {
+            count
+        } else if key < node.key(0) {
+            0
+        } else {
+            count / 2
+        };
+        let separator = if keep == count { key } else { node.key(keep) };
+        for moved in keep..count {
+            right.set_key(moved - keep, node.key(moved));
+            right.set_value(moved - keep, node.value(moved));
+        }
+        right.set_count(count - keep);
+        node.set_count(keep);
+        (separator, right)
+    }
+
+    /// Moves the upper part of full, locked inner node `node` into a new inner node; returns
+    /// the separator that moves up and the new node.
+    fn split_inner<'a>(&'a self, node: Node<'a>, key: u64) -> (u64, Node<'a>) {
+        let count = node.inner_count();
+        let right = self.new_node(node.level());
+        let keep = if key >= node.key(count - 1) {
+            count - 1
+        } else if key < node.key(0) {
+            0
+        } else {
+            count / 2
+        };
+        let separator = node.key(keep);
+        for moved in keep + 1..count {
+            right.set_key(moved - keep - 1, node.key(moved));
+        }
+        for moved in keep + 1..=count {
+            right.set_child(moved - keep - 1, node.child(moved));
+        }
+        right.set_count(count - keep - 1);
+        node.set_count(keep);
+        (separator, right)
+    }
+
+    /// One attempt at a remove; `None` means restart.
+    fn try_remove(&self, key: u64, value: u64) -> Option<bool> {
+        let mut path = Path::new();
+        let leaf = self.descend(key, Some(&mut path))?;
+        let node = leaf.node;
+        let count = node.leaf_count();
+        let position = node.lower_bound(count, key);
+        if !(position < count && node.key(position) == key && node.value(position) == value) {
+            return node.validate(leaf.version).then_some(false);
+        }
+        let keeper = if count == 1 { (0..path.len).rev().find(|&depth| path.step(depth).count >= 1) } else { None };
+        match keeper {
+            Some(keeper) => self.unlink_emptied_leaf(&path, keeper, leaf),
+            None => {
+                if !node.try_lock(leaf.version) {
+                    return None;
+                }
+                node.leaf_remove_at(count, position);
+                node.unlock();
+                self.entries.add(-1);
+                Some(true)
+            }
+        }
+    }
+
+    /// Removes the last entry of `leaf` and unlinks it, with its chain of single-child
+    /// ancestors below `path[keeper]` (the deepest ancestor with another child).
+    fn unlink_emptied_leaf(&self, path: &Path<'_>, keeper: usize, leaf: LeafAt<'_>) -> Option<bool> {
+        let mut locked: [Option<Node<'_>>; DEPTH_MAX + 1] = [None; DEPTH_MAX + 1];
+        let mut held = 0;
+        let release = |locked: &[Option<Node<'_>>], held: usize| {
+            for node in locked[..held].iter().rev().flatten() {
+                node.unlock();
+            }
+        };
+        for depth in keeper..path.len {
+            let step = path.step(depth);
+            if !step.node.try_lock(step.version) {
+                release(&locked, held);
+                return None;
+            }
+            locked[held] = Some(step.node);
+            held += 1;
+        }
+        if !leaf.node.try_lock(leaf.version) {
+            release(&locked, held);
+            return None;
+        }
+        leaf.node.leaf_remove_at(1, 0);
+        let top = path.step(keeper);
+        top.node.inner_remove_child(top.count, top.child);
+        let neighbour = if top.child > 0 { top.child - 1 } else { 0 };
+        let towards_right_end = top.child > 0;
+        self.raise_stamp(top.node.child(neighbour), towards_right_end, leaf.node.stamp().load(Ordering::Acquire));
+        let guard = epoch::pin();
+        for node in locked[1..held].iter().flatten().chain(std::iter::once(&leaf.node)) {
+            node.unlock_obsolete();
+            self.nodes.retire(u64::from(node.id), &guard);
+        }
+        top.node.unlock();
+        self.entries.add(-1);
+        Some(true)
+    }
+
+    /// Raises the stamp of the rightmost (or leftmost) leaf below `subtree` to at least
+    /// `stamp`. Called while the subtree's parent is locked, so `subtree` stays its child; the
+    /// leaf is re-validated after the raise so a concurrent split cannot copy an older stamp.
+    fn raise_stamp(&self, subtree: u64, towards_right_end: bool, stamp: u64) {
+        let backoff = Backoff::new();
+        'attempt: loop {
+            let Some(mut node) = self.node(subtree) else { unreachable!("child of a locked node is a node") };
+            let Some(mut version) = node.read_version() else {
+                backoff.snooze();
+                continue;
+            };
+            while node.level() > 0 {
+                let child = if towards_right_end { node.inner_count() } else { 0 };
+                let next = self.node(node.child(child));
+                let next_version = next.and_then(Node::read_version);
+                if !node.validate(version) || next_version.is_none() {
+                    backoff.snooze();
+                    continue 'attempt;
+                }
+                node = next.expect("validated child");
+                version = next_version.expect("validated version");
+            }
+            node.stamp().fetch_max(stamp, Ordering::AcqRel);
+            if node.validate(version) {
+                return;
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Node ids the arena has handed out so far (its high-water mark): the index's memory is
+    /// about this many times [`NODE_WORDS`] words.
+    pub fn nodes_allocated(&self) -> u64 {
+        self.nodes.allocated()
+    }
+
+    /// Walks the whole tree and panics on a broken invariant: keys sorted and within their
+    /// fences, separators within theirs, levels consistent, no node locked or obsolete. For
+    /// tests and debugging, when no thread is changing the index.
+    pub fn check_structure(&self) -> TreeShape {
+        let root = self.root.load(Ordering::Acquire);
+        let height = self.node(root).expect("root").level();
+        let mut shape = TreeShape { height, ..TreeShape::default() };
+        self.check_subtree(root, 0, None, height, &mut shape);
+        shape
+    }
+
+    fn check_subtree(&self, id: u64, low: u64, high: Option<u64>, level: u32, shape: &mut TreeShape) {
+        let node = self.node(id).expect("node id in arena");
+        assert!(node.read_version().is_some(), "node {id} locked or obsolete while quiescent");
+        assert_eq!(node.level(), level, "node {id} at the wrong level");
+        let in_range = |key: u64| key >= low && high.is_none_or(|high| key < high);
+        if level == 0 {
+            shape.leaves += 1;
+            let count = node.leaf_count();
+            if count == 0 {
+                shape.empty_leaves += 1;
+            }
+            for position in 0..count {
+                assert!(in_range(node.key(position)), "leaf {id} key outside its fences");
+                if position > 0 {
+                    assert!(node.key(position - 1) < node.key(position), "leaf {id} keys unsorted");
+                }
+            }
+            shape.entries += count as u64;
+            return;
+        }
+        shape.inner_nodes += 1;
+        let count = node.inner_count();
+        for child in 0..=count {
+            let child_low = if child == 0 { low } else { node.key(child - 1) };
+            let child_high = if child == count { high } else { Some(node.key(child)) };
+            assert!(in_range(child_low), "inner {id} separator outside its fences");
+            if child > 0 && child < count {
+                assert!(node.key(child - 1) < node.key(child), "inner {id} separators unsorted");
+            }
+            self.check_subtree(node.child(child), child_low, child_high, level - 1, shape);
+        }
+    }
+}
+
+/// What [`OrderedIndex::check_structure`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    pub entries: u64,
+    pub leaves: u64,
+    pub empty_leaves: u64,
+    pub inner_nodes: u64,
+    /// Levels above the leaves (0: the root is a leaf).
+    pub height: u32,
+}
