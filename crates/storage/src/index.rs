@@ -30,10 +30,13 @@ pub struct LeafVersion {
     pub version: u64,
 }
 
-/// What an insert did to its leaf: the leaf's version just before the new entry went in and
-/// just after. A transaction that had recorded `before` in its node set may replace it by
-/// `after` (its own insert is not a phantom). `split` says the insert split a node on its way;
-/// node-set entries of the split leaf recorded before it are then stale.
+/// What an insert did to its leaf: the version of the leaf the entry went into just before it
+/// went in, and just after (`after.version` is `before.version` plus one lock cycle, since
+/// nothing else can change a locked leaf). A transaction that had recorded `before` in its
+/// node set may replace it by `after`: its own insert is not a phantom to it. `split` says the
+/// insert first split a node on its way (then `before` is the version after the split);
+/// node-set entries recorded for the split leaf before that are stale, and a transaction that
+/// holds one fails its validation, as Silo's does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inserted {
     pub before: LeafVersion,

@@ -14,9 +14,12 @@
 //!   [r0|r1|..]  [r_first|..]                 each r = stride words = whole cache lines, line-aligned
 //! ```
 //!
-//! Growth allocates a new chunk (twice the previous) and never moves an existing one, so
-//! [`Records::words`] is O(1) and lock-free: a directory slot, a bounds-checked slice.
+//! Growth allocates a new chunk (as large as all chunks before it) and never moves an existing
+//! one, so [`Records::words`] is O(1) and lock-free: a directory slot, a bounds-checked slice.
 //! Memory is never returned to the allocator while the arena lives; retired ids are recycled.
+//! Chunks come zeroed from the allocator (calloc), so the pages of a large chunk are mapped
+//! only when first written: loading pays one page fault per 4 KiB touched (fewer with
+//! transparent huge pages, e.g. `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`).
 //!
 //! Allocation is sharded: each thread uses its own shard (see [`crate::shard`]), which holds
 //! a free list of recycled ids and a block of fresh ids taken [`FRESH_BLOCK_RECORDS`] at a

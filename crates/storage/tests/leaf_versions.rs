@@ -166,6 +166,7 @@ fn a_queue_workload_runs_in_bounded_space() {
     let shape = index.check_structure();
     assert_eq!(shape.entries, LIVE);
     assert!(shape.leaves <= 2 * LIVE / LEAF_KEYS_MAX as u64 + 2, "{shape:?}");
+    assert!(shape.height <= 1, "a single-child root was not collapsed: {shape:?}");
     let nodes = index.nodes_allocated();
     // Nodes come back through the epoch and are reused: the arena stops growing.
     assert!(nodes <= high_water_after_warmup + 512, "node arena grew from {high_water_after_warmup} to {nodes}");

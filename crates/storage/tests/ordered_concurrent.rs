@@ -297,3 +297,79 @@ fn a_concurrent_queue_drains_and_unlinks_its_leaves() {
     assert_eq!(shape.leaves, 1, "a drained queue keeps one leaf: {shape:?}");
     assert!(index.is_empty());
 }
+
+/// Node-set validation, as a protocol uses it: if every leaf a scan reported still has the
+/// version it was reported with, the range still holds exactly what the scan saw. Here a second
+/// scan after the first, followed by a successful validation of the first, must see the same
+/// entries, while writers insert and remove keys in and around the range.
+#[test]
+fn validated_scans_see_no_phantoms() {
+    const SPACE: u64 = 20_000;
+    const VALIDATIONS: usize = 20_000;
+    let seed = seed();
+    let index = OrderedIndex::new();
+    for key in (0..SPACE).step_by(3) {
+        index.insert(key, value_of(key)).expect("fresh");
+    }
+    let done = AtomicBool::new(false);
+    let (passed, failed) = std::thread::scope(|scope| {
+        for writer_id in 0..2u64 {
+            let (index, done) = (&index, &done);
+            scope.spawn(move || {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (writer_id + 7));
+                let start = Instant::now();
+                while !done.load(Ordering::Acquire) && start.elapsed() < RUN_TIME_MAX {
+                    let key = rng.random_range(0..SPACE);
+                    if rng.random_bool(0.5) {
+                        let _ = index.insert(key, value_of(key));
+                    } else {
+                        index.remove(key, value_of(key));
+                    }
+                }
+            });
+        }
+        // Stops the writers however this thread leaves the scope (a failed assertion too).
+        let _stop_writers = StopOnDrop(&done);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x63);
+        let (mut passed, mut failed) = (0, 0);
+        for _ in 0..VALIDATIONS {
+            let low = rng.random_range(0..SPACE);
+            let high = low + rng.random_range(0..3_000);
+            let direction = if rng.random_bool(0.5) { Direction::Ascending } else { Direction::Descending };
+            let scan = |entries: &mut Vec<u64>, leaves: &mut Vec<ordo_storage::LeafVersion>| {
+                index.scan(
+                    low,
+                    high,
+                    direction,
+                    &mut |key, _| {
+                        entries.push(key);
+                        true
+                    },
+                    &mut |leaf| leaves.push(leaf),
+                );
+            };
+            let (mut first, mut first_leaves) = (Vec::new(), Vec::new());
+            scan(&mut first, &mut first_leaves);
+            let (mut second, mut second_leaves) = (Vec::new(), Vec::new());
+            scan(&mut second, &mut second_leaves);
+            if first_leaves.iter().all(|leaf| index.version(leaf.leaf) == leaf.version) {
+                passed += 1;
+                assert_eq!(first, second, "scan {low}..={high} validated, but the range changed (a phantom)");
+            } else {
+                failed += 1;
+            }
+        }
+        (passed, failed)
+    });
+    println!("validations: {passed} passed, {failed} failed");
+    assert!(passed > 0, "no validation passed, so nothing was checked");
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}

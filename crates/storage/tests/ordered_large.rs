@@ -77,7 +77,7 @@ fn deep_trees_survive_subtree_removal_and_emptying() {
     let gap = index.get(KEY_SPACE / 2).expect_err("removed");
     assert_eq!(index.version(gap.leaf), gap.version);
 
-    // Remove everything, lowest first: one empty leaf under a chain of inner nodes remains.
+    // Remove everything, lowest first: one empty leaf remains, and it is the root again.
     for (key, value) in std::mem::take(&mut model) {
         assert!(index.remove(key, value));
     }
@@ -85,6 +85,7 @@ fn deep_trees_survive_subtree_removal_and_emptying() {
     assert_eq!(shape.entries, 0);
     assert_eq!(shape.leaves, 1, "{shape:?}");
     assert_eq!(u64::from(shape.height), shape.inner_nodes, "{shape:?}");
+    assert_eq!(shape.height, 0, "single-child roots were not collapsed: {shape:?}");
     assert!(index.is_empty());
     agree(&index, &model);
 

@@ -30,6 +30,14 @@
 //!   leaf raises its neighbour's stamp to its own, so a protocol's read stamp of a key range
 //!   follows the range.
 //!
+//! Every insert or remove in a leaf, and every split of it, increases its version; an unlinked
+//! leaf ends obsolete (its version changes once more and never again matches anything it
+//! reported). The neighbour that takes over an unlinked leaf's range keeps its version: its
+//! entries did not change, and whoever read the taken-over range read it through the unlinked
+//! leaf, whose validation now fails. A later insert into that range goes to the neighbour and
+//! changes the neighbour's version (which can fail a scan that read only the neighbour's old,
+//! narrower range: a false conflict, never a missed one).
+//!
 //! ## Fences and scans
 //! Leaves have no sibling links. A descent computes a leaf's fences (the range it holds) from
 //! the separators it passed, and a scan continues from a leaf's high fence (ascending) or just
@@ -44,8 +52,8 @@
 //! another child. The unlinked nodes are marked obsolete and their ids retired through the
 //! epoch. Leaves that are not empty are never merged, so a tree holds at most one leaf per key
 //! plus one chain of empty nodes (when the tree is empty), and a queue-like workload (insert
-//! at the high end, remove at the low end) runs in bounded space. The tree's height never
-//! shrinks.
+//! at the high end, remove at the low end) runs in bounded space. A root left with a single
+//! child hands the root over to that child, so the height shrinks again after mass removals.
 //!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
@@ -63,8 +71,9 @@ use crate::epoch;
 use crate::records::Records;
 use crate::shard::ShardedCounter;
 
-/// Deepest tree a descent follows (far more than any real tree reaches: every inner node but
-/// the rightmost and leftmost on each level had a full node's worth of separators at its split).
+/// Deepest tree the index supports. A tree gains a level only when its full root splits, and a
+/// node fills up only through splits of its children, so this depth takes more than
+/// `INNER_KEYS_MAX ^ (DEPTH_MAX - 2)` inserts; a descent that gets this deep is a bug.
 pub const DEPTH_MAX: usize = 32;
 /// Records reserved in the node arena beyond what the capacity hint needs.
 const NODES_SPARE: u64 = 64;
@@ -213,7 +222,7 @@ impl OrderedIndex {
     pub fn get(&self, key: u64) -> Result<u64, LeafVersion> {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(key, None) {
+            if let Some(leaf) = self.descend::<false>(key, None) {
                 let node = leaf.node;
                 let count = node.leaf_count();
                 let position = node.lower_bound(count, key);
@@ -231,7 +240,7 @@ impl OrderedIndex {
     pub fn leaf_of(&self, key: u64) -> LeafVersion {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(key, None) {
+            if let Some(leaf) = self.descend::<false>(key, None) {
                 return LeafVersion { leaf: leaf.node.id, version: leaf.version };
             }
             backoff.snooze();
@@ -256,9 +265,11 @@ impl OrderedIndex {
         let backoff = Backoff::new();
         let mut split = false;
         loop {
+            let split_before = split;
             match self.try_insert(key, value, &mut split) {
                 Some(outcome) => return outcome,
-                None if split => {}
+                // This attempt made room by a split: retry at once.
+                None if split != split_before => {}
                 None => backoff.snooze(),
             }
         }
@@ -337,7 +348,7 @@ impl OrderedIndex {
     ) -> (LeafAt<'a>, usize) {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend(cursor, None) {
+            if let Some(leaf) = self.descend::<true>(cursor, None) {
                 let node = leaf.node;
                 let count = node.leaf_count();
                 let mut filled = 0;
@@ -399,9 +410,13 @@ impl OrderedIndex {
     }
 
     /// Descends to the leaf holding `key`, recording the inner nodes passed in `path`. `None`
-    /// if a version changed (or a node was locked or obsolete) on the way: restart.
-    #[inline]
-    fn descend<'a>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
+    /// if a version changed (or a node was locked or obsolete) on the way: restart. The leaf's
+    /// fences are computed only if `FENCES` (point lookups skip them).
+    // Inlined into each caller so that a point lookup, with no path and no fences, compiles
+    // to a lean loop: measured 448 -> 400 instructions per lookup against plain `#[inline]`.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn descend<'a, const FENCES: bool>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
         let root_id = self.root.load(Ordering::Acquire);
         let mut node = self.node(root_id)?;
         let mut version = node.read_version()?;
@@ -414,11 +429,13 @@ impl OrderedIndex {
         while node.level() > 0 {
             let count = node.inner_count();
             let child = node.upper_bound(count, key);
-            if child > 0 {
-                low = node.key(child - 1);
-            }
-            if child < count {
-                high = Some(node.key(child));
+            if FENCES {
+                if child > 0 {
+                    low = node.key(child - 1);
+                }
+                if child < count {
+                    high = Some(node.key(child));
+                }
             }
             let next = self.node(node.child(child))?;
             let next_version = next.read_version()?;
@@ -430,9 +447,7 @@ impl OrderedIndex {
                 path.len = depth + 1;
             }
             depth += 1;
-            if depth >= DEPTH_MAX {
-                return None;
-            }
+            assert!(depth < DEPTH_MAX, "ordered index deeper than DEPTH_MAX");
             node = next;
             version = next_version;
         }
@@ -464,9 +479,7 @@ impl OrderedIndex {
                 return None;
             }
             depth += 1;
-            if depth >= DEPTH_MAX {
-                return None;
-            }
+            assert!(depth < DEPTH_MAX, "ordered index deeper than DEPTH_MAX");
             parent = Some((node, version));
             node = next;
             version = next_version;
@@ -585,7 +598,7 @@ impl OrderedIndex {
     /// One attempt at a remove; `None` means restart.
     fn try_remove(&self, key: u64, value: u64) -> Option<bool> {
         let mut path = Path::new();
-        let leaf = self.descend(key, Some(&mut path))?;
+        let leaf = self.descend::<false>(key, Some(&mut path))?;
         let node = leaf.node;
         let count = node.leaf_count();
         let position = node.lower_bound(count, key);
@@ -643,7 +656,35 @@ impl OrderedIndex {
         }
         top.node.unlock();
         self.entries.add(-1);
+        if keeper == 0 && top.count == 1 {
+            self.collapse_root();
+        }
         Some(true)
+    }
+
+    /// While the root is an inner node with a single child, makes the child the root (the
+    /// old root is retired like an unlinked node). Gives up quietly if a lock is contended:
+    /// a single-child root is still a correct tree, one level taller than needed.
+    fn collapse_root(&self) {
+        loop {
+            let root_id = self.root.load(Ordering::Acquire);
+            let Some(root) = self.node(root_id) else { return };
+            let Some(version) = root.read_version() else { return };
+            if root.level() == 0 || root.inner_count() != 0 {
+                return;
+            }
+            let child = root.child(0);
+            if !root.try_lock(version) {
+                return;
+            }
+            if self.root.load(Ordering::Acquire) != root_id {
+                root.unlock();
+                return;
+            }
+            self.root.store(child, Ordering::Release);
+            root.unlock_obsolete();
+            self.nodes.retire(root_id, &epoch::pin());
+        }
     }
 
     /// Raises the stamp of the rightmost (or leftmost) leaf below `subtree` to at least
