@@ -81,6 +81,8 @@ pub enum LoadError {
 pub struct Table {
     pub name: &'static str,
     pub row_words: usize,
+    /// Whether this table is a secondary index of another (kept in step by the engine).
+    pub is_index: bool,
     pub records: Records,
     pub index: PrimaryIndex,
     /// The highest version of any record of this table that was reclaimed (see module docs).
@@ -149,6 +151,7 @@ impl Database {
                 Table {
                     name: table.name,
                     row_words: table.row_words,
+                    is_index: table.index_of.is_some(),
                     records,
                     // Replaced once the rows are in.
                     index: PrimaryIndex::Dense(DenseIndex::new(0)),

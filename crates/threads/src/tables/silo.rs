@@ -34,10 +34,17 @@
 //! placeholder inserts are not phantoms to it: it updates its node-set entry from the version
 //! just before its insert to the one just after.
 //!
+//! Inconsistent views end early: Silo's reads are validated only at commit, so a procedure
+//! can see a base row absent and then its secondary-index entry present (a concurrent insert
+//! committed in between), or the reverse for deletes. Such an attempt cannot commit, and
+//! continuing would let the base table and its index disagree inside it, so an insert into an
+//! index table that finds its entry present, or a delete that finds it absent, aborts at once.
+//!
 //! Reclamation: a committed delete leaves a tombstone, an aborted insert an absent
 //! placeholder. Both stay in the index (a later insert of the key reuses them) until the
 //! worker that made them reclaims them, at least one epoch later, at the start of one of its
-//! transactions: lock the record, check it is still absent, raise the table's
+//! transactions: lock the record unless it is dead, check it still holds the key and the absent
+//! seq word it was left with (else it was reused or reclaimed elsewhere), raise the table's
 //! `retired_version_max` to its version, remove it from the index, mark it dead (every reader
 //! and validator then fails on it) and retire its id through the epoch guard. Workers pin the
 //! epoch for the whole of each attempt, so a record id found in the index is not recycled
@@ -191,6 +198,9 @@ struct Pending {
     table: TableId,
     key: u64,
     rid: u64,
+    /// The record's seq word when it was left absent: a candidate whose record has changed
+    /// since (reused by an insert, or reclaimed by another worker and recycled) is dropped.
+    seq: u64,
     epoch: u64,
 }
 
@@ -287,6 +297,23 @@ fn read_record(table: &Table, rid: u64, mut row: Option<&mut [u64]>) -> Option<(
     }
 }
 
+/// Locks record `words` unless it is dead (then `None`); returns the meta word it had.
+fn lock_live_record(words: &[std::sync::atomic::AtomicU64]) -> Option<u64> {
+    let mut spin = Spin::default();
+    loop {
+        let meta = words[META_WORD].load(Ordering::Relaxed);
+        if meta & DEAD != 0 {
+            return None;
+        }
+        if meta & LOCK == 0
+            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return Some(meta);
+        }
+        spin.wait();
+    }
+}
+
 /// Locks record `words` (spinning; callers lock in a global order, so there is no deadlock)
 /// and returns the meta word it had.
 fn lock_record(words: &[std::sync::atomic::AtomicU64]) -> u64 {
@@ -373,11 +400,13 @@ impl SiloTables {
             budget -= 1;
             let table = self.db.table(candidate.table);
             let words = table.record(candidate.rid);
-            let meta = lock_record(words);
-            let seq = words[SEQ_WORD].load(Ordering::Relaxed);
-            let reclaimable =
-                meta & DEAD == 0 && seq & ABSENT != 0 && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key && {
-                    table.raise_retired_version(seq & VERSION_MASK);
+            // A dead record was reclaimed by another worker that also left it absent; it may
+            // be recycled at any time, so it is never locked here.
+            let Some(meta) = lock_live_record(words) else { continue };
+            let reclaimable = words[SEQ_WORD].load(Ordering::Relaxed) == candidate.seq
+                && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key
+                && {
+                    table.raise_retired_version(candidate.seq & VERSION_MASK);
                     table.index.remove(candidate.key, candidate.rid)
                 };
             if reclaimable {
@@ -500,7 +529,13 @@ impl SiloTx<'_> {
                 words[SEQ_WORD].store(version, Ordering::Relaxed);
             } else {
                 words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
-                worker.pending.push_back(Pending { table: write.table, key: write.key, rid: write.rid, epoch });
+                worker.pending.push_back(Pending {
+                    table: write.table,
+                    key: write.key,
+                    rid: write.rid,
+                    seq: version | ABSENT,
+                    epoch,
+                });
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
             if worker.record_history {
@@ -610,6 +645,13 @@ impl Tx for SiloTx<'_> {
                 Ok(rid) => {
                     let Some((meta, seq)) = read_record(table, rid, None) else { continue };
                     if seq & ABSENT == 0 {
+                        if table.is_index {
+                            // The base row was absent in this attempt's view, yet its index
+                            // entry is present: another transaction committed the row since,
+                            // and this attempt cannot commit. Stop before the base and its
+                            // index disagree.
+                            return Err(Aborted);
+                        }
                         self.note_read(table_id, key, rid, meta, seq);
                         return Ok(false);
                     }
@@ -626,7 +668,7 @@ impl Tx for SiloTx<'_> {
                                     *leaf = inserted.after;
                                 }
                             }
-                            self.worker.created.push(Pending { table: table_id, key, rid, epoch: 0 });
+                            self.worker.created.push(Pending { table: table_id, key, rid, seq: ABSENT, epoch: 0 });
                             self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
                             return Ok(true);
                         }
@@ -652,8 +694,16 @@ impl Tx for SiloTx<'_> {
             };
             return Ok(true);
         }
-        let Some((rid, meta, seq)) = self.locate(table, key, false) else { return Ok(false) };
+        let is_index = self.silo.db.table(table).is_index;
+        let Some((rid, meta, seq)) = self.locate(table, key, false) else {
+            // As in `insert`: a present base row without its index entry is a view that
+            // cannot commit.
+            return if is_index { Err(Aborted) } else { Ok(false) };
+        };
         if seq & ABSENT != 0 {
+            if is_index {
+                return Err(Aborted);
+            }
             self.note_read(table, key, rid, meta, seq);
             return Ok(false);
         }
