@@ -123,7 +123,7 @@ fn run_and_check(workload: &Arc<dyn TableWorkload>, threads: usize, check_histor
 #[test]
 fn tpcc_keeps_conditions_one_to_four_under_threads() {
     let _one = exclusive();
-    for threads in [2, 3] {
+    for threads in [2, 4] {
         run_and_check(&(Arc::new(tpcc(2, None)) as Arc<dyn TableWorkload>), threads, true);
     }
 }
