@@ -32,7 +32,9 @@
 //! which every inserter does before it commits). A scan records every leaf it examined, so any
 //! insert into its range after the scan changes a recorded version. A transaction's own
 //! placeholder inserts are not phantoms to it: it updates its node-set entry from the version
-//! just before its insert to the one just after.
+//! just before its insert to the one just after. When that insert had to split the leaf
+//! first, the recorded version is stale and the attempt fails validation and retries (as in
+//! Silo): rare, since only a full leaf splits, but a lone worker can see it.
 //!
 //! Inconsistent views end early: Silo's reads are validated only at commit, so a procedure
 //! can see a base row absent and then its secondary-index entry present (a concurrent insert
