@@ -32,6 +32,9 @@
 //! * [`serial`]: no concurrency control, one thread: the per-core bound.
 //! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down, reorder batching).
 //! * [`config`]: protocol names and the engine's knobs, validated.
+//! * [`tables`]: the engine over `ordo-storage` for table workloads (TPC-C, the hybrid
+//!   workload, key-value workloads through `KvTables`): Silo with node-set phantom
+//!   protection, inserts, deletes, scans and epoch-based reclamation.
 //!
 //! Correctness is checked from the outside: workers can record each committed transaction's
 //! reads and writes as `(key, version)` pairs for `ordo-history`'s serializability checker,
@@ -48,6 +51,7 @@ pub mod protocol;
 pub mod serial;
 pub mod silo;
 pub mod store;
+pub mod tables;
 pub mod tictoc;
 pub mod two_phase;
 

@@ -1,0 +1,778 @@
+//! Silo (Tu et al., SOSP 2013) over tables, with phantom protection by node-set validation
+//! (Silo §4.6), inserts through absent placeholder records and deletes through tombstones.
+//!
+//! ```text
+//!   meta (TID word):  [ lock:1 | latest:1 | dead:1 | epoch:29 | sequence:32 ]
+//!   seq word:         [ absent:1 | version:63 ]
+//!
+//!   get k      own write? answer from it. Else index.get(k):
+//!                no record  -> node set += (leaf, version) the index reported; false
+//!                record r   -> seqlock copy (meta, seq, row); read set += (r, meta);
+//!                              answer "present" from the absent bit
+//!   put k      blind: buffered if k has a present record (commit re-checks presence)
+//!   insert k   present record -> read set += it; false. Absent record -> buffered write.
+//!              No record -> new absent placeholder put into the index at once (node-set
+//!              entry for that leaf moves from Inserted.before to .after), buffered write
+//!   delete k   buffered tombstone if k has a present record (commit re-checks presence)
+//!   scan       index scan: every leaf reported -> node set, every record passed (absent
+//!              ones too) -> read set; own buffered writes in the range replace what the
+//!              index holds
+//!   commit     1. lock the write set in (table, key) order; each record must not be dead
+//!                 and must be present (put, delete) or absent (insert)
+//!              2. epoch = global epoch (after a fence): the serialization point
+//!              3. read set: TID unchanged and not locked by another; node set: every leaf
+//!                 version unchanged
+//!              4. tid = max(observed TIDs + 1, last TID + 1, epoch.0); install rows and
+//!                 seq words (version + 1), publish tid (unlocks)
+//! ```
+//!
+//! Why this is serializable with inserts: a transaction that saw a key absent either read an
+//! absent record (its TID changes when anyone installs into it) or recorded the leaf where the
+//! key would be (its version changes when anyone puts a record for the key into the index,
+//! which every inserter does before it commits). A scan records every leaf it examined, so any
+//! insert into its range after the scan changes a recorded version. A transaction's own
+//! placeholder inserts are not phantoms to it: it updates its node-set entry from the version
+//! just before its insert to the one just after. When that insert had to split the leaf
+//! first, the recorded version is stale and the attempt fails validation and retries (as in
+//! Silo): rare, since only a full leaf splits, but a lone worker can see it.
+//!
+//! Inconsistent views end early: Silo's reads are validated only at commit, so a procedure
+//! can see a base row absent and then its secondary-index entry present (a concurrent insert
+//! committed in between), or the reverse for deletes. Such an attempt cannot commit, and
+//! continuing would let the base table and its index disagree inside it, so an insert into an
+//! index table that finds its entry present, or a delete that finds it absent, aborts at once.
+//!
+//! Reclamation: a committed delete leaves a tombstone, an aborted insert an absent
+//! placeholder. Both stay in the index (a later insert of the key reuses them) until the
+//! worker that made them reclaims them, at least one epoch later, at the start of one of its
+//! transactions: lock the record unless it is dead, check it still holds the key and the absent
+//! seq word it was left with (else it was reused or reclaimed elsewhere), raise the table's
+//! `retired_version_max` to its version, remove it from the index, mark it dead (every reader
+//! and validator then fails on it) and retire its id through the epoch guard. Workers pin the
+//! epoch for the whole of each attempt, so a record id found in the index is not recycled
+//! while the attempt can still look at it.
+//!
+//! The epoch clock is a copy of the key-value Silo's (a sleeping thread), with its period as a
+//! parameter so tests can see many epochs quickly.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ordo_history::HistoryEntry;
+use ordo_storage::epoch::{Guard, pin};
+use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
+use ordo_workload::{Aborted, Tx, footprint_key};
+
+use super::database::{
+    ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
+    write_record,
+};
+
+/// Silo's epoch period.
+pub const EPOCH_MS_DEFAULT: u64 = 40;
+/// Most reclamation candidates a worker looks at when a transaction begins.
+pub const RECLAIM_PER_BEGIN_MAX: usize = 16;
+/// Largest number of workers (history ids interleave by worker).
+pub const TABLE_WORKERS_MAX: usize = 256;
+/// Spins between yields while waiting on a locked record.
+const SPINS_PER_YIELD: u32 = 1024;
+
+const LOCK: u64 = 1 << 63;
+const LATEST: u64 = 1 << 62;
+const DEAD: u64 = 1 << 61;
+const TID_MASK: u64 = DEAD - 1;
+const EPOCH_SHIFT: u32 = 32;
+
+/// The meta word of a loaded record: unlocked, latest, TID 0.
+pub const INITIAL_META: u64 = LATEST;
+
+/// The global epoch and the sleeping thread that advances it.
+#[derive(Debug)]
+struct EpochClock {
+    epoch: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochClock {
+    fn start(period_ms: u64) -> Self {
+        let epoch = Arc::new(AtomicU64::new(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (epoch, stop) = (Arc::clone(&epoch), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("silo-tables-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(Duration::from_millis(period_ms.max(1)));
+                        epoch.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+                .expect("spawning the epoch thread")
+        };
+        EpochClock { epoch, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for EpochClock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Waits politely: yields the core now and then so a descheduled lock holder can run.
+#[derive(Default)]
+struct Spin(u32);
+
+impl Spin {
+    fn wait(&mut self) {
+        self.0 += 1;
+        if self.0.is_multiple_of(SPINS_PER_YIELD) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Silo over a [`Database`].
+#[derive(Debug)]
+pub struct SiloTables {
+    db: Database,
+    clock: EpochClock,
+}
+
+/// What a buffered write does, and what it needs at commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteKind {
+    /// Present before and after.
+    Put,
+    /// Absent before, present after.
+    Insert,
+    /// Present before, absent after.
+    Delete,
+    /// Absent before and after (an own insert deleted again).
+    InsertDelete,
+}
+
+impl WriteKind {
+    fn absent_before(self) -> bool {
+        matches!(self, WriteKind::Insert | WriteKind::InsertDelete)
+    }
+
+    fn present_after(self) -> bool {
+        matches!(self, WriteKind::Put | WriteKind::Insert)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReadEntry {
+    table: TableId,
+    key: u64,
+    rid: u64,
+    meta: u64,
+    /// `None` for an absent record.
+    version: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct WriteEntry {
+    table: TableId,
+    key: u64,
+    rid: u64,
+    kind: WriteKind,
+    /// Where the row is in the worker's row buffer.
+    row_at: usize,
+    /// The meta word seen when locking.
+    locked_meta: u64,
+}
+
+/// A reclamation candidate: a record this worker left absent.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    table: TableId,
+    key: u64,
+    rid: u64,
+    /// The record's seq word when it was left absent: a candidate whose record has changed
+    /// since (reused by an insert, or reclaimed by another worker and recycled) is dropped.
+    seq: u64,
+    epoch: u64,
+}
+
+/// A worker's state, reused by every attempt.
+#[derive(Debug)]
+pub struct SiloWorker {
+    reads: Vec<ReadEntry>,
+    nodes: Vec<(TableId, LeafVersion)>,
+    writes: Vec<WriteEntry>,
+    rows: Vec<u64>,
+    /// Placeholders this attempt put into an index.
+    created: Vec<Pending>,
+    pending: VecDeque<Pending>,
+    locked: usize,
+    last_tid: u64,
+    row: Vec<u64>,
+    in_range: Vec<usize>,
+    record_history: bool,
+    next_history_id: u64,
+    history: Vec<HistoryEntry>,
+}
+
+impl SiloWorker {
+    /// The history recorded so far.
+    pub fn history(&mut self) -> &mut Vec<HistoryEntry> {
+        &mut self.history
+    }
+
+    /// Reclamation candidates waiting for their epoch to pass.
+    pub fn pending_reclaims(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn find_write(&self, table: TableId, key: u64) -> Option<usize> {
+        self.writes.iter().position(|w| w.table == table && w.key == key)
+    }
+
+    /// Buffers a write whose row is `row`, padded with zeros to `row_words`.
+    fn push_write(&mut self, table: TableId, key: u64, rid: u64, kind: WriteKind, row: &[u64], row_words: usize) {
+        let row_at = self.rows.len();
+        self.rows.extend_from_slice(row);
+        self.rows.resize(row_at + row_words.max(row.len()), 0);
+        self.writes.push(WriteEntry { table, key, rid, kind, row_at, locked_meta: 0 });
+    }
+
+    fn set_row(&mut self, index: usize, row: &[u64]) {
+        let at = self.writes[index].row_at;
+        self.rows[at..at + row.len()].copy_from_slice(row);
+    }
+
+    fn clear_attempt(&mut self) {
+        self.reads.clear();
+        self.nodes.clear();
+        self.writes.clear();
+        self.rows.clear();
+        self.created.clear();
+        self.locked = 0;
+    }
+}
+
+/// Records `leaf` in a node set (once in a row).
+fn note_leaf(nodes: &mut Vec<(TableId, LeafVersion)>, table: TableId, leaf: LeafVersion) {
+    if nodes.last() != Some(&(table, leaf)) {
+        nodes.push((table, leaf));
+    }
+}
+
+/// A consistent `(meta, seq)` of record `rid`, copying its row into `row` when given and the
+/// record is present; `None` if the record is dead (reclaimed: look the key up again).
+fn read_record(table: &Table, rid: u64, mut row: Option<&mut [u64]>) -> Option<(u64, u64)> {
+    let words = table.record(rid);
+    let mut spin = Spin::default();
+    loop {
+        let before = words[META_WORD].load(Ordering::Acquire);
+        if before & LOCK != 0 {
+            spin.wait();
+            continue;
+        }
+        if before & DEAD != 0 {
+            return None;
+        }
+        let seq = words[SEQ_WORD].load(Ordering::Relaxed);
+        if seq & ABSENT == 0
+            && let Some(row) = row.as_deref_mut()
+        {
+            for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
+                *out = word.load(Ordering::Relaxed);
+            }
+        }
+        fence(Ordering::Acquire);
+        if words[META_WORD].load(Ordering::Relaxed) == before {
+            return Some((before, seq));
+        }
+    }
+}
+
+/// Locks record `words` unless it is dead (then `None`); returns the meta word it had.
+fn lock_live_record(words: &[std::sync::atomic::AtomicU64]) -> Option<u64> {
+    let mut spin = Spin::default();
+    loop {
+        let meta = words[META_WORD].load(Ordering::Relaxed);
+        if meta & DEAD != 0 {
+            return None;
+        }
+        if meta & LOCK == 0
+            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return Some(meta);
+        }
+        spin.wait();
+    }
+}
+
+/// Locks record `words` (spinning; callers lock in a global order, so there is no deadlock)
+/// and returns the meta word it had.
+fn lock_record(words: &[std::sync::atomic::AtomicU64]) -> u64 {
+    let mut spin = Spin::default();
+    loop {
+        let meta = words[META_WORD].load(Ordering::Relaxed);
+        if meta & LOCK == 0
+            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return meta;
+        }
+        spin.wait();
+    }
+}
+
+impl SiloTables {
+    /// Loads `workload` into a new database (see [`Database::load`]) and starts the epoch
+    /// clock with period `epoch_ms`.
+    pub fn load(
+        workload: &dyn ordo_workload::TableWorkload,
+        index: Index,
+        load_threads: usize,
+        epoch_ms: u64,
+    ) -> Result<Self, LoadError> {
+        let db = Database::load(workload, index, load_threads, INITIAL_META)?;
+        Ok(SiloTables { db, clock: EpochClock::start(epoch_ms) })
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// The current global epoch.
+    pub fn epoch(&self) -> u64 {
+        self.clock.epoch.load(Ordering::Acquire)
+    }
+
+    /// State for worker `index` (< [`TABLE_WORKERS_MAX`]).
+    pub fn worker(&self, index: usize, record_history: bool) -> SiloWorker {
+        assert!(index < TABLE_WORKERS_MAX, "worker {index} beyond {TABLE_WORKERS_MAX}");
+        SiloWorker {
+            reads: Vec::new(),
+            nodes: Vec::new(),
+            writes: Vec::new(),
+            rows: Vec::new(),
+            created: Vec::new(),
+            pending: VecDeque::new(),
+            locked: 0,
+            last_tid: 0,
+            row: Vec::new(),
+            in_range: Vec::new(),
+            record_history,
+            next_history_id: index as u64 + 1,
+            history: Vec::new(),
+        }
+    }
+
+    /// Starts an attempt on `worker` (after reclaiming what is due). The attempt holds an
+    /// epoch guard until it commits, aborts or is dropped (dropping aborts).
+    pub fn begin<'a>(&'a self, worker: &'a mut SiloWorker) -> SiloTx<'a> {
+        worker.clear_attempt();
+        let guard = pin();
+        self.reclaim(worker, &guard, false);
+        SiloTx { silo: self, worker, guard, done: false }
+    }
+
+    /// Reclaims every candidate of `worker` whatever its epoch (for tests and shutdown).
+    pub fn reclaim_all(&self, worker: &mut SiloWorker) {
+        let guard = pin();
+        self.reclaim(worker, &guard, true);
+    }
+
+    /// Reclaims up to [`RECLAIM_PER_BEGIN_MAX`] candidates at least one epoch old (all, when
+    /// `everything`).
+    fn reclaim(&self, worker: &mut SiloWorker, guard: &Guard, everything: bool) {
+        let epoch = self.epoch();
+        let mut budget = if everything { worker.pending.len() } else { RECLAIM_PER_BEGIN_MAX };
+        while budget > 0 {
+            let Some(&candidate) = worker.pending.front() else { break };
+            if !everything && candidate.epoch + 1 >= epoch {
+                break;
+            }
+            worker.pending.pop_front();
+            budget -= 1;
+            let table = self.db.table(candidate.table);
+            let words = table.record(candidate.rid);
+            // A dead record was reclaimed by another worker that also left it absent; it may
+            // be recycled at any time, so it is never locked here.
+            let Some(meta) = lock_live_record(words) else { continue };
+            let reclaimable = words[SEQ_WORD].load(Ordering::Relaxed) == candidate.seq
+                && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key
+                && {
+                    table.raise_retired_version(candidate.seq & VERSION_MASK);
+                    table.index.remove(candidate.key, candidate.rid)
+                };
+            if reclaimable {
+                words[META_WORD].store((meta | DEAD) & !LOCK, Ordering::Release);
+                table.records.retire(candidate.rid, guard);
+            } else {
+                words[META_WORD].store(meta, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// One attempt of a transaction on [`SiloTables`]: the engine's [`Tx`].
+pub struct SiloTx<'a> {
+    silo: &'a SiloTables,
+    worker: &'a mut SiloWorker,
+    guard: Guard,
+    done: bool,
+}
+
+impl std::fmt::Debug for SiloTx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SiloTx")
+            .field("writes", &self.worker.writes.len())
+            .field("reads", &self.worker.reads.len())
+            .finish()
+    }
+}
+
+impl SiloTx<'_> {
+    /// Validates and installs the attempt's writes; on `Err` nothing was installed.
+    pub fn commit(mut self) -> Result<(), Aborted> {
+        self.done = true;
+        let result = self.try_commit();
+        if result.is_err() {
+            self.release();
+        }
+        result
+    }
+
+    /// Ends the attempt without installing anything.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.release();
+    }
+
+    /// Unlocks what commit locked and hands this attempt's placeholders to reclamation.
+    fn release(&mut self) {
+        let worker = &mut *self.worker;
+        for write in &worker.writes[..worker.locked] {
+            let words = self.silo.db.table(write.table).record(write.rid);
+            words[META_WORD].store(write.locked_meta, Ordering::Release);
+        }
+        let epoch = self.silo.epoch();
+        for mut placeholder in worker.created.drain(..) {
+            placeholder.epoch = epoch;
+            worker.pending.push_back(placeholder);
+        }
+        worker.clear_attempt();
+    }
+
+    fn try_commit(&mut self) -> Result<(), Aborted> {
+        let db = &self.silo.db;
+        let worker = &mut *self.worker;
+        worker.writes.sort_unstable_by_key(|w| (w.table, w.key));
+        for i in 0..worker.writes.len() {
+            let write = &mut worker.writes[i];
+            let words = db.table(write.table).record(write.rid);
+            write.locked_meta = lock_record(words);
+            worker.locked = i + 1;
+            let absent = words[SEQ_WORD].load(Ordering::Relaxed) & ABSENT != 0;
+            if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
+                return Err(Aborted);
+            }
+        }
+        fence(Ordering::SeqCst);
+        let epoch = self.silo.epoch();
+        let mut tid_max = worker.last_tid;
+        for read in &worker.reads {
+            let meta = db.table(read.table).record(read.rid)[META_WORD].load(Ordering::Acquire);
+            if meta & !LOCK != read.meta {
+                return Err(Aborted);
+            }
+            if meta & LOCK != 0
+                && worker
+                    .writes
+                    .binary_search_by_key(&(read.table, read.key), |w| (w.table, w.key))
+                    .map(|i| worker.writes[i].rid)
+                    != Ok(read.rid)
+            {
+                return Err(Aborted);
+            }
+            tid_max = tid_max.max(read.meta & TID_MASK);
+        }
+        for &(table, leaf) in &worker.nodes {
+            if db.table(table).index.version(leaf.leaf) != leaf.version {
+                return Err(Aborted);
+            }
+        }
+        for write in &worker.writes {
+            tid_max = tid_max.max(write.locked_meta & TID_MASK);
+        }
+        let tid = (tid_max + 1).max(epoch << EPOCH_SHIFT);
+        debug_assert!(tid & !TID_MASK == 0, "TID overflowed into the flag bits");
+        fence(Ordering::Release);
+        let mut written = Vec::new();
+        for write in &worker.writes {
+            let table = db.table(write.table);
+            let words = table.record(write.rid);
+            let mut version = words[SEQ_WORD].load(Ordering::Relaxed) & VERSION_MASK;
+            if write.kind.absent_before() {
+                version = version.max(table.retired_version_max.load(Ordering::Acquire));
+            }
+            version += 1;
+            if write.kind.present_after() {
+                let row = &worker.rows[write.row_at..write.row_at + table.row_words];
+                for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
+                    word.store(value, Ordering::Relaxed);
+                }
+                words[SEQ_WORD].store(version, Ordering::Relaxed);
+            } else {
+                words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
+                worker.pending.push_back(Pending {
+                    table: write.table,
+                    key: write.key,
+                    rid: write.rid,
+                    seq: version | ABSENT,
+                    epoch,
+                });
+            }
+            words[META_WORD].store(tid | LATEST, Ordering::Release);
+            if worker.record_history {
+                written.push((footprint_key(write.table, write.key), version));
+            }
+        }
+        worker.locked = 0;
+        worker.last_tid = tid;
+        if worker.record_history {
+            let reads = worker.reads.iter().filter_map(|r| Some((footprint_key(r.table, r.key), r.version?))).collect();
+            let mut entry = HistoryEntry::new(worker.next_history_id, reads, written);
+            entry.ts = Some(tid);
+            worker.history.push(entry);
+            worker.next_history_id += TABLE_WORKERS_MAX as u64;
+        }
+        worker.clear_attempt();
+        Ok(())
+    }
+
+    /// Looks `key` up: `Ok(Some((rid, meta, seq)))` for a record, `Ok(None)` for no record
+    /// (its leaf noted in the node set); reads the row into the worker's row buffer if asked.
+    fn locate(&mut self, table_id: TableId, key: u64, copy_row: bool) -> Option<(u64, u64, u64)> {
+        let table = self.silo.db.table(table_id);
+        let worker = &mut *self.worker;
+        worker.row.resize(table.row_words, 0);
+        loop {
+            match table.index.get(key) {
+                Err(leaf) => {
+                    note_leaf(&mut worker.nodes, table_id, leaf);
+                    return None;
+                }
+                Ok(rid) => {
+                    let row = copy_row.then_some(&mut worker.row[..]);
+                    if let Some((meta, seq)) = read_record(table, rid, row) {
+                        return Some((rid, meta, seq));
+                    }
+                }
+            }
+        }
+    }
+
+    fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
+        let version = (seq & ABSENT == 0).then_some(seq & VERSION_MASK);
+        self.worker.reads.push(ReadEntry { table, key, rid, meta, version });
+    }
+}
+
+impl Drop for SiloTx<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.release();
+        }
+    }
+}
+
+impl Tx for SiloTx<'_> {
+    fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
+        if let Some(i) = self.worker.find_write(table, key) {
+            let write = self.worker.writes[i];
+            if !write.kind.present_after() {
+                return Ok(false);
+            }
+            row.copy_from_slice(&self.worker.rows[write.row_at..write.row_at + row.len()]);
+            return Ok(true);
+        }
+        let Some((rid, meta, seq)) = self.locate(table, key, true) else { return Ok(false) };
+        self.note_read(table, key, rid, meta, seq);
+        if seq & ABSENT != 0 {
+            return Ok(false);
+        }
+        row.copy_from_slice(&self.worker.row[..row.len()]);
+        Ok(true)
+    }
+
+    fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        if let Some(i) = self.worker.find_write(table, key) {
+            if !self.worker.writes[i].kind.present_after() {
+                return Ok(false);
+            }
+            self.worker.set_row(i, row);
+            return Ok(true);
+        }
+        let Some((rid, meta, seq)) = self.locate(table, key, false) else { return Ok(false) };
+        if seq & ABSENT != 0 {
+            self.note_read(table, key, rid, meta, seq);
+            return Ok(false);
+        }
+        let row_words = self.silo.db.table(table).row_words;
+        self.worker.push_write(table, key, rid, WriteKind::Put, row, row_words);
+        Ok(true)
+    }
+
+    fn insert(&mut self, table_id: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        if let Some(i) = self.worker.find_write(table_id, key) {
+            let write = &mut self.worker.writes[i];
+            write.kind = match write.kind {
+                WriteKind::Put | WriteKind::Insert => return Ok(false),
+                WriteKind::Delete => WriteKind::Put,
+                WriteKind::InsertDelete => WriteKind::Insert,
+            };
+            self.worker.set_row(i, row);
+            return Ok(true);
+        }
+        let table = self.silo.db.table(table_id);
+        loop {
+            match table.index.get(key) {
+                Ok(rid) => {
+                    let Some((meta, seq)) = read_record(table, rid, None) else { continue };
+                    if seq & ABSENT == 0 {
+                        if table.is_index {
+                            // The base row was absent in this attempt's view, yet its index
+                            // entry is present: another transaction committed the row since,
+                            // and this attempt cannot commit. Stop before the base and its
+                            // index disagree.
+                            return Err(Aborted);
+                        }
+                        self.note_read(table_id, key, rid, meta, seq);
+                        return Ok(false);
+                    }
+                    self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                    return Ok(true);
+                }
+                Err(_) => {
+                    let rid = table.records.alloc();
+                    write_record(table.record(rid), INITIAL_META, key, ABSENT, &[]);
+                    match table.index.insert(key, rid) {
+                        Ok(inserted) => {
+                            for (node_table, leaf) in &mut self.worker.nodes {
+                                if *node_table == table_id && *leaf == inserted.before {
+                                    *leaf = inserted.after;
+                                }
+                            }
+                            self.worker.created.push(Pending { table: table_id, key, rid, seq: ABSENT, epoch: 0 });
+                            self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                            return Ok(true);
+                        }
+                        Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
+                        Err(InsertError::Fixed) => {
+                            table.records.retire(rid, &self.guard);
+                            debug_assert!(false, "insert into dense table {table_id}");
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
+        if let Some(i) = self.worker.find_write(table, key) {
+            let write = &mut self.worker.writes[i];
+            write.kind = match write.kind {
+                WriteKind::Delete | WriteKind::InsertDelete => return Ok(false),
+                WriteKind::Put => WriteKind::Delete,
+                WriteKind::Insert => WriteKind::InsertDelete,
+            };
+            return Ok(true);
+        }
+        let is_index = self.silo.db.table(table).is_index;
+        let Some((rid, meta, seq)) = self.locate(table, key, false) else {
+            // As in `insert`: a present base row without its index entry is a view that
+            // cannot commit.
+            return if is_index { Err(Aborted) } else { Ok(false) };
+        };
+        if seq & ABSENT != 0 {
+            if is_index {
+                return Err(Aborted);
+            }
+            self.note_read(table, key, rid, meta, seq);
+            return Ok(false);
+        }
+        let row_words = self.silo.db.table(table).row_words;
+        self.worker.push_write(table, key, rid, WriteKind::Delete, &[], row_words);
+        Ok(true)
+    }
+
+    fn scan(
+        &mut self,
+        table_id: TableId,
+        low: u64,
+        high: u64,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(u64, &[u64]) -> bool,
+    ) -> Result<usize, Aborted> {
+        if limit == 0 || low > high {
+            return Ok(0);
+        }
+        let table = self.silo.db.table(table_id);
+        let worker = &mut *self.worker;
+        worker.row.resize(table.row_words, 0);
+        worker.in_range.clear();
+        for (i, write) in worker.writes.iter().enumerate() {
+            if write.table == table_id && (low..=high).contains(&write.key) {
+                worker.in_range.push(i);
+            }
+        }
+        let SiloWorker { reads, nodes, writes, rows, row, in_range, .. } = worker;
+        let mut visited = 0;
+        table.index.scan(
+            low,
+            high,
+            direction,
+            &mut |key, rid| {
+                if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
+                    let write = &writes[i];
+                    if write.kind.present_after() {
+                        visited += 1;
+                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) {
+                            return false;
+                        }
+                    }
+                    return visited < limit;
+                }
+                // A dead record was absent and has left the index since the leaf was read:
+                // skipping it is what the recorded leaf version says, and validates so.
+                let Some((meta, seq)) = read_record(table, rid, Some(&mut row[..])) else { return true };
+                let present = seq & ABSENT == 0;
+                reads.push(ReadEntry {
+                    table: table_id,
+                    key,
+                    rid,
+                    meta,
+                    version: present.then_some(seq & VERSION_MASK),
+                });
+                if present {
+                    visited += 1;
+                    if !visit(key, row) {
+                        return false;
+                    }
+                }
+                visited < limit
+            },
+            &mut |leaf| note_leaf(nodes, table_id, leaf),
+        );
+        Ok(visited)
+    }
+}
