@@ -74,6 +74,12 @@ pub struct RunResult {
     pub batches: BatchSummary,
     /// Commits per procedure name.
     pub commits_by_procedure: BTreeMap<String, f64>,
+    /// Concurrency-control aborts per procedure name (engines that count them).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub aborts_by_procedure: BTreeMap<String, f64>,
+    /// TPC-C's throughput metric: NewOrder commits per minute (TPC-C runs only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tpmc: Option<f64>,
     /// Standard deviations when `runs > 1`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub std: Option<Spread>,
@@ -138,6 +144,8 @@ impl RunResult {
             latency_us,
             batches: batch_summary,
             commits_by_procedure,
+            aborts_by_procedure: BTreeMap::new(),
+            tpmc: None,
             std: None,
             median: None,
         }
@@ -197,6 +205,8 @@ impl RunResult {
                 reorder_us_p99: mean(&|r| r.batches.reorder_us_p99),
             },
             commits_by_procedure: mean_map(&|r| &r.commits_by_procedure),
+            aborts_by_procedure: mean_map(&|r| &r.aborts_by_procedure),
+            tpmc: runs[0].tpmc.is_some().then(|| mean(&|r| r.tpmc.unwrap_or(0.0))),
             std: Some(Spread {
                 throughput_tps: std(&|r| r.throughput_tps),
                 abort_rate: std(&|r| r.abort_rate),

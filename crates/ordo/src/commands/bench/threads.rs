@@ -5,6 +5,12 @@
 //! execution, over Silo) or `reorder+<protocol>` over another protocol. `--mode` belongs
 //! to the pipeline and pg engines and is refused here. `serial` always runs one thread, so in a `--threads` sweep
 //! it runs once.
+//!
+//! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
+//! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
+//! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
+//! `tpcc-hybrid` always run there). On tables only `silo` runs so far; the other protocols are
+//! refused there with a clear error. Every result records its index as `config.index`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,6 +19,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
+use ordo_threads::tables::{Index, TableRunSpec, TablesConfig};
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
@@ -37,6 +44,24 @@ pub struct ThreadsArgs {
     /// default: no protocol's paper does it.
     #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
     pub prefetch: Vec<bool>,
+    /// Where records live: `array` (the flat store, keys are positions; key-value workloads,
+    /// every protocol) or `tree` (tables behind the ordered B+tree; silo). Default: `tree` for
+    /// tpcc and tpcc-hybrid, `array` for micro, smallbank and ycsb.
+    #[arg(long)]
+    pub index: Option<String>,
+}
+
+/// The `--index` of a run: whether it runs on tables (the storage engine) and with which index.
+fn index_of(args: &BenchArgs) -> Result<Option<Index>> {
+    let tables = args.workload.needs_tables();
+    match args.threads.index.as_deref() {
+        None if tables => Ok(Some(Index::Tree)),
+        None | Some("array") if !tables => Ok(None),
+        Some("tree") => Ok(Some(Index::Tree)),
+        Some("array") => Ok(Some(Index::Array)),
+        Some(other) => bail!("--index `{other}`: expected tree or array"),
+        None => unreachable!("handled above"),
+    }
 }
 
 /// Parses one `--protocol` entry into (protocol, reorder).
@@ -64,6 +89,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         t.protocol.iter().map(|p| parse_protocol(p.trim())).collect::<Result<_>>()?;
     if args.verify && protocols.iter().any(|&(p, _)| !p.serializable()) {
         bail!("--verify checks serializability, which mvcc_si (snapshot isolation) does not promise; drop one of them");
+    }
+    if let Some(index) = index_of(args)? {
+        return plan_tables(args, index, &protocols);
     }
     let mut planned = Vec::new();
     let mut seen = Vec::new();
@@ -111,6 +139,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     knobs.insert("threads".into(), config.effective_threads().into());
     knobs.insert("payload_bytes".into(), config.payload_bytes.into());
     knobs.insert("prefetch".into(), config.prefetch.into());
+    knobs.insert("index".into(), "array".into());
     if config.reorder {
         knobs.insert("batch".into(), config.effective_batch().into());
     }
@@ -166,6 +195,136 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
             let mut info = info.clone();
             info.seed = seed;
             Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+        }),
+    }
+}
+
+/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): Silo over the
+/// storage engine, one run per thread count and (tpcc-hybrid) contention degree.
+fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
+    let t = &args.threads;
+    if protocols.iter().any(|&(protocol, reorder)| protocol != ProtocolKind::Silo || reorder) {
+        bail!(
+            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo only so far; \
+             the other protocols run key-value workloads on --index array"
+        );
+    }
+    if t.prefetch.iter().any(|&on| on) {
+        bail!("--prefetch is for the flat store (--index array)");
+    }
+    let thetas: Vec<f64> = if args.workload.needs_tables() {
+        if args.theta.len() > 1 {
+            bail!("{} has no Zipf skew: give no --theta list", args.workload.name());
+        }
+        vec![0.0]
+    } else {
+        args.theta.clone()
+    };
+    let mut planned = Vec::new();
+    for &theta in &thetas {
+        for range in args.workload.analytic_ranges() {
+            args.workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
+            for &threads in &t.threads {
+                let config = TablesConfig { threads, index, ..TablesConfig::default() };
+                let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
+                if !args.workload.needs_tables() {
+                    label.push(("theta".into(), format!("{theta}")));
+                }
+                if let Some(range) = range.filter(|_| args.workload.analytic_range.len() > 1) {
+                    label.push(("analytic_range".into(), format!("{range}")));
+                }
+                if t.threads.len() > 1 {
+                    label.push(("threads".into(), threads.to_string()));
+                }
+                planned.push(planned_table_run(args, theta, range, config, label));
+            }
+        }
+    }
+    Ok(planned)
+}
+
+fn planned_table_run(
+    args: &BenchArgs,
+    theta: f64,
+    analytic_range: Option<f64>,
+    config: TablesConfig,
+    label: Vec<(String, String)>,
+) -> Planned {
+    let mut knobs: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    for (name, value) in args.workload.describe() {
+        knobs.insert(name.into(), value);
+    }
+    knobs.insert("protocol".into(), "silo".into());
+    knobs.insert("reorder".into(), false.into());
+    knobs.insert("threads".into(), config.threads.into());
+    knobs.insert("index".into(), config.index.name().into());
+    knobs.insert("epoch_ms".into(), config.epoch_ms.into());
+    if let Some(range) = analytic_range {
+        knobs.insert("analytic_range".into(), range.into());
+    }
+    if !args.workload.needs_tables() {
+        knobs.insert("payload_bytes".into(), args.workload.payload_bytes.into());
+    }
+    let info = args.run_info("threads", args.workload.name(), "silo".into(), theta, knobs);
+    let workload_args = args.workload.clone();
+    Planned {
+        info: info.clone(),
+        label,
+        run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
+            let workload = workload_args.build_tables(theta, seed, analytic_range.unwrap_or(0.0))?;
+            let spec = TableRunSpec {
+                seed,
+                warmup: Duration::from_secs_f64(options.warmup_s),
+                duration: Duration::from_secs_f64(options.duration_s),
+                cooldown: Duration::from_secs_f64(options.cooldown_s),
+                record_history: options.history.is_some() || options.verify,
+            };
+            let meter = RateMeter::new(bar);
+            let report = ordo_threads::tables::run(&config, &workload, &spec, |elapsed_s, commits| {
+                meter.update(elapsed_s, commits);
+            })
+            .map_err(|e| anyhow!("{e}"))?;
+            let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
+            bar.suspend(|| {
+                eprintln!(
+                    "silo on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    config.index.name(),
+                    report.load_s,
+                    consistency.checked.join(", ")
+                );
+            });
+            if let Some(path) = &options.history {
+                super::write_history(path, report.history.iter().cloned())?;
+            }
+            if options.verify {
+                let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
+                bar.suspend(|| {
+                    eprintln!(
+                        "verified: {} committed transactions serializable ({} dependency edges; scans and absent \
+                         reads are not in this engine's histories yet)",
+                        checked.transactions,
+                        checked.edges()
+                    );
+                });
+            }
+            let mut info = info.clone();
+            info.seed = seed;
+            let names = workload.procedure_names();
+            let mut result = RunResult::from_recorder(info, &report.recorder, report.measured_s, names);
+            result.aborts_by_procedure = report
+                .aborts_by_procedure
+                .iter()
+                .enumerate()
+                .filter(|&(_, &count)| count > 0)
+                .map(|(i, &count)| {
+                    (names.get(i).map_or_else(|| format!("procedure_{i}"), |n| (*n).to_owned()), count as f64)
+                })
+                .collect();
+            if workload.name().starts_with("tpcc") && report.measured_s > 0.0 {
+                let new_orders = result.commits_by_procedure.get("new_order").copied().unwrap_or(0.0);
+                result.tpmc = Some(new_orders * 60.0 / report.measured_s);
+            }
+            Ok(result)
         }),
     }
 }

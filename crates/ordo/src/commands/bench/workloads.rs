@@ -5,12 +5,16 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use clap::Args;
 use ordo_workload::smallbank::{CONSERVED_MIX, STANDARD_MIX};
-use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, WriteKind, Ycsb, YcsbConfig};
+use ordo_workload::tpcc::{Binding, HybridConfig, Tpcc, TpccConfig, parse_mix};
+use ordo_workload::{
+    KvTables, Micro, MicroConfig, SmallBank, SmallBankConfig, TableWorkload, Workload, WriteKind, Ycsb, YcsbConfig,
+};
 
 /// Workload knobs shared by every engine.
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
-    /// Workload: micro (the paper's micro-benchmark), smallbank or ycsb; default micro
+    /// Workload: micro (the paper's micro-benchmark), smallbank, ycsb, or (threads engine
+    /// only) tpcc and tpcc-hybrid (TPC-C plus seed 003's analytic transaction); default micro
     /// (smallbank for the pg engine).
     #[arg(long)]
     pub workload: Option<String>,
@@ -28,8 +32,24 @@ pub struct WorkloadArgs {
     pub shared: usize,
     /// smallbank: `standard` (15/15/15/25/15/15), `conserved` (money-moving procedures only)
     /// or six weights for Amalgamate,Balance,DepositChecking,SendPayment,TransactSavings,WriteCheck.
+    /// tpcc: `standard` (45/43/4/4/4), names (`new_order,payment`: equal weights) or five
+    /// weights for NewOrder,Payment,OrderStatus,Delivery,StockLevel.
     #[arg(long, default_value = "standard")]
     pub mix: String,
+    /// tpcc: warehouses.
+    #[arg(long, default_value_t = 1)]
+    pub warehouses: u32,
+    /// tpcc: `fixed` (each worker has a home warehouse) or `random` (each transaction's
+    /// warehouse drawn anew: seed 003's TPCC-random).
+    #[arg(long, default_value = "fixed")]
+    pub binding: String,
+    /// tpcc-hybrid: the fraction of a warehouse's customers the analytic transaction scans
+    /// (seed 003's contention degree, 0.01 to 1); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "0.2")]
+    pub analytic_range: Vec<f64>,
+    /// tpcc-hybrid: the analytic transaction's share of the mix.
+    #[arg(long, default_value_t = 0.2)]
+    pub analytic_share: f64,
     /// ycsb: records in the table.
     #[arg(long, default_value_t = 10_000_000)]
     pub records: u64,
@@ -56,6 +76,37 @@ impl WorkloadArgs {
     /// The workload's name: `--workload`, or micro when not given.
     pub fn name(&self) -> &str {
         self.workload.as_deref().unwrap_or("micro")
+    }
+
+    /// Whether the workload needs tables (inserts, deletes, scans, typed rows), which only the
+    /// threads engine has.
+    pub fn needs_tables(&self) -> bool {
+        matches!(self.name(), "tpcc" | "tpcc-hybrid")
+    }
+
+    /// The workload over tables: TPC-C as itself, a key-value workload through [`KvTables`]
+    /// (one table of `[value, payload]` rows). `analytic_range` is the hybrid's contention
+    /// degree (ignored otherwise).
+    pub fn build_tables(&self, theta: f64, seed: u64, analytic_range: f64) -> Result<Arc<dyn TableWorkload>> {
+        if !self.needs_tables() {
+            return Ok(Arc::new(KvTables::new(self.build(theta, seed)?, self.payload_bytes)));
+        }
+        let binding: Binding = self.binding.parse()?;
+        let hybrid = (self.name() == "tpcc-hybrid")
+            .then_some(HybridConfig { analytic_range, analytic_share: self.analytic_share });
+        Ok(Arc::new(Tpcc::new(TpccConfig {
+            warehouses: self.warehouses,
+            binding,
+            mix: parse_mix(&self.mix)?,
+            hybrid,
+            seed,
+            ..TpccConfig::default()
+        })?))
+    }
+
+    /// The contention degrees to sweep: `--analytic-range` for tpcc-hybrid, none otherwise.
+    pub fn analytic_ranges(&self) -> Vec<Option<f64>> {
+        if self.name() == "tpcc-hybrid" { self.analytic_range.iter().map(|&r| Some(r)).collect() } else { vec![None] }
     }
 }
 
@@ -105,12 +156,28 @@ impl WorkloadArgs {
                     scrambled: self.scrambled,
                 })?)
             }
-            other => bail!("unknown workload `{other}`; expected micro, smallbank or ycsb"),
+            "tpcc" | "tpcc-hybrid" => bail!(
+                "{}: TPC-C needs tables, inserts, deletes and scans, which this engine does not have (it runs \
+                 micro, smallbank and ycsb); run it with --engine threads",
+                self.name()
+            ),
+            other => bail!("unknown workload `{other}`; expected micro, smallbank, ycsb, tpcc or tpcc-hybrid"),
         })
     }
 
     /// Knobs worth recording with a result.
     pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
+        if self.needs_tables() {
+            let mut knobs = vec![
+                ("warehouses", self.warehouses.into()),
+                ("binding", self.binding.clone().into()),
+                ("mix", self.mix.clone().into()),
+            ];
+            if self.name() == "tpcc-hybrid" {
+                knobs.push(("analytic_share", self.analytic_share.into()));
+            }
+            return knobs;
+        }
         if self.name() == "ycsb" {
             return vec![
                 ("records", self.records.into()),
