@@ -42,6 +42,21 @@ fn tpcc_runs_on_tables_and_reports_its_metrics() {
 }
 
 #[test]
+fn bindings_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bindings.json");
+    ordo()
+        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--warehouses", "2", "--binding", "fixed,random"])
+        .args(["--threads", "2", "--json"])
+        .arg(&json)
+        .args(SHORT)
+        .assert()
+        .success();
+    let bindings: Vec<Value> = results(&json).iter().map(|r| r["config"]["binding"].clone()).collect();
+    assert_eq!(bindings, vec![Value::from("fixed"), Value::from("random")]);
+}
+
+#[test]
 fn the_hybrid_workload_counts_its_analytic_transaction_apart() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("hybrid.json");
@@ -95,7 +110,7 @@ fn what_cannot_run_on_tables_is_refused_before_anything_runs() {
         .failure()
         .stderr(contains("dense keys"));
     ordo()
-        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--binding", "sideways"])
+        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--binding", "fixed,sideways"])
         .assert()
         .failure()
         .stderr(contains("binding"));

@@ -221,22 +221,30 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
         args.theta.clone()
     };
     let mut planned = Vec::new();
+    let bindings = if args.workload.needs_tables() { args.workload.binding.clone() } else { vec!["fixed".into()] };
     for &theta in &thetas {
         for range in args.workload.analytic_ranges() {
-            args.workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-            for &threads in &t.threads {
-                let config = TablesConfig { threads, index, ..TablesConfig::default() };
-                let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
-                if !args.workload.needs_tables() {
-                    label.push(("theta".into(), format!("{theta}")));
+            for binding in &bindings {
+                let mut workload = args.workload.clone();
+                workload.binding = vec![binding.clone()];
+                workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
+                for &threads in &t.threads {
+                    let config = TablesConfig { threads, index, ..TablesConfig::default() };
+                    let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
+                    if !args.workload.needs_tables() {
+                        label.push(("theta".into(), format!("{theta}")));
+                    }
+                    if bindings.len() > 1 {
+                        label.push(("binding".into(), binding.clone()));
+                    }
+                    if let Some(range) = range.filter(|_| args.workload.analytic_range.len() > 1) {
+                        label.push(("analytic_range".into(), format!("{range}")));
+                    }
+                    if t.threads.len() > 1 {
+                        label.push(("threads".into(), threads.to_string()));
+                    }
+                    planned.push(planned_table_run(args, &workload, theta, range, config, label));
                 }
-                if let Some(range) = range.filter(|_| args.workload.analytic_range.len() > 1) {
-                    label.push(("analytic_range".into(), format!("{range}")));
-                }
-                if t.threads.len() > 1 {
-                    label.push(("threads".into(), threads.to_string()));
-                }
-                planned.push(planned_table_run(args, theta, range, config, label));
             }
         }
     }
@@ -245,13 +253,14 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
 
 fn planned_table_run(
     args: &BenchArgs,
+    workload_args: &super::workloads::WorkloadArgs,
     theta: f64,
     analytic_range: Option<f64>,
     config: TablesConfig,
     label: Vec<(String, String)>,
 ) -> Planned {
     let mut knobs: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    for (name, value) in args.workload.describe() {
+    for (name, value) in workload_args.describe() {
         knobs.insert(name.into(), value);
     }
     knobs.insert("protocol".into(), "silo".into());
@@ -265,8 +274,8 @@ fn planned_table_run(
     if !args.workload.needs_tables() {
         knobs.insert("payload_bytes".into(), args.workload.payload_bytes.into());
     }
-    let info = args.run_info("threads", args.workload.name(), "silo".into(), theta, knobs);
-    let workload_args = args.workload.clone();
+    let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
+    let workload_args = workload_args.clone();
     Planned {
         info: info.clone(),
         label,

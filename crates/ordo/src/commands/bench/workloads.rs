@@ -40,9 +40,9 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 1)]
     pub warehouses: u32,
     /// tpcc: `fixed` (each worker has a home warehouse) or `random` (each transaction's
-    /// warehouse drawn anew: seed 003's TPCC-random).
-    #[arg(long, default_value = "fixed")]
-    pub binding: String,
+    /// warehouse drawn anew: seed 003's TPCC-random); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "fixed")]
+    pub binding: Vec<String>,
     /// tpcc-hybrid: the fraction of a warehouse's customers the analytic transaction scans
     /// (seed 003's contention degree, 0.01 to 1); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0.2")]
@@ -91,7 +91,10 @@ impl WorkloadArgs {
         if !self.needs_tables() {
             return Ok(Arc::new(KvTables::new(self.build(theta, seed)?, self.payload_bytes)));
         }
-        let binding: Binding = self.binding.parse()?;
+        let [binding] = self.binding.as_slice() else {
+            bail!("one --binding per run (the sweep gives each run its own)");
+        };
+        let binding: Binding = binding.parse()?;
         let hybrid = (self.name() == "tpcc-hybrid")
             .then_some(HybridConfig { analytic_range, analytic_share: self.analytic_share });
         Ok(Arc::new(Tpcc::new(TpccConfig {
@@ -170,7 +173,7 @@ impl WorkloadArgs {
         if self.needs_tables() {
             let mut knobs = vec![
                 ("warehouses", self.warehouses.into()),
-                ("binding", self.binding.clone().into()),
+                ("binding", self.binding.join(",").into()),
                 ("mix", self.mix.clone().into()),
             ];
             if self.name() == "tpcc-hybrid" {
