@@ -200,6 +200,9 @@ struct FaultyState {
     fail_sync_number: Option<u64>,
     appended_bytes: u64,
     append_bytes_max: Option<u64>,
+    /// Mutating operations left before the simulated power cut; after it every operation
+    /// fails until [`FaultyDir::crash`].
+    operations_before_power_cut: Option<u64>,
     crashes: u64,
 }
 
@@ -224,6 +227,7 @@ impl FaultyDir {
                 fail_sync_number: None,
                 appended_bytes: 0,
                 append_bytes_max: None,
+                operations_before_power_cut: None,
                 crashes: 0,
             })),
         }
@@ -267,6 +271,20 @@ impl FaultyDir {
         state.files.retain(|id, _| live.contains(id));
         state.fail_sync_number = None;
         state.append_bytes_max = None;
+        state.operations_before_power_cut = None;
+    }
+
+    /// Cuts the power after `operations` more mutating operations (create, append, sync,
+    /// truncate, remove, rename, directory sync) have completed: every later one fails, and
+    /// an append that fails this way leaves a seeded prefix of its bytes unsynced. Call
+    /// [`FaultyDir::crash`] to restart.
+    pub fn power_cut_after(&self, operations: u64) {
+        self.state.lock().operations_before_power_cut = Some(operations);
+    }
+
+    /// Whether the simulated power is off.
+    pub fn is_powered_off(&self) -> bool {
+        self.state.lock().operations_before_power_cut == Some(0)
     }
 
     /// Flips one bit of a file's durable and current contents (simulated media corruption).
@@ -295,6 +313,23 @@ impl FaultyDir {
         }
     }
 
+    /// Counts one mutating operation; `Err` once the power is cut.
+    fn operate(state: &mut FaultyState, name: &str) -> Result<(), DeviceError> {
+        match &mut state.operations_before_power_cut {
+            Some(0) => Err(DeviceError {
+                operation: "operate on",
+                dir: PathBuf::from("<faulty>"),
+                file: name.to_string(),
+                source: std::io::Error::other("simulated power cut"),
+            }),
+            Some(left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
     fn file_mut<'a>(state: &'a mut FaultyState, name: &str) -> Result<&'a mut FaultyFile, DeviceError> {
         let id = *state.names.get(name).ok_or_else(|| Self::missing(name))?;
         Ok(state.files.get_mut(&id).expect("named file exists"))
@@ -313,6 +348,7 @@ fn next_random(state: &mut u64) -> u64 {
 impl Dir for FaultyDir {
     fn create(&self, name: &str) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, name)?;
         let id = state.next_file_id;
         state.next_file_id += 1;
         state.files.insert(id, FaultyFile::default());
@@ -322,6 +358,13 @@ impl Dir for FaultyDir {
 
     fn append(&self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        if let Err(error) = Self::operate(&mut state, name) {
+            // The power cut interrupts this append: part of it may reach the file.
+            let random = next_random(&mut state.rng_state);
+            let kept = (random % (bytes.len() as u64 + 1)) as usize;
+            Self::file_mut(&mut state, name)?.current.extend_from_slice(&bytes[..kept]);
+            return Err(error);
+        }
         let room = state.append_bytes_max.map_or(u64::MAX, |max| max.saturating_sub(state.appended_bytes));
         let written = (bytes.len() as u64).min(room) as usize;
         state.appended_bytes += written as u64;
@@ -339,6 +382,7 @@ impl Dir for FaultyDir {
 
     fn sync(&self, name: &str) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, name)?;
         state.syncs += 1;
         if state.fail_sync_number == Some(state.syncs) {
             return Err(DeviceError {
@@ -360,6 +404,7 @@ impl Dir for FaultyDir {
 
     fn truncate(&self, name: &str, len: u64) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, name)?;
         let file = Self::file_mut(&mut state, name)?;
         file.current.resize(len as usize, 0);
         file.append_start = file.current.len();
@@ -372,12 +417,14 @@ impl Dir for FaultyDir {
 
     fn remove(&self, name: &str) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, name)?;
         state.names.remove(name).ok_or_else(|| Self::missing(name))?;
         Ok(())
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, from)?;
         let id = state.names.remove(from).ok_or_else(|| Self::missing(from))?;
         state.names.insert(to.to_string(), id);
         Ok(())
@@ -385,6 +432,7 @@ impl Dir for FaultyDir {
 
     fn sync_dir(&self) -> Result<(), DeviceError> {
         let mut state = self.state.lock();
+        Self::operate(&mut state, "")?;
         state.durable_names = state.names.clone();
         Ok(())
     }
