@@ -131,6 +131,8 @@ struct Shared {
     global_epoch: AtomicU64,
     durable_epoch: AtomicU64,
     stop: AtomicBool,
+    /// Set once the logger stopped after an error; workers then stop buffering records.
+    failed: AtomicBool,
     error: Mutex<Option<String>>,
     slots: Vec<Mutex<WorkerSlot>>,
 }
@@ -163,7 +165,9 @@ impl WorkerLog {
     /// Appends a committed transaction's redo record. `tx.epoch` must be the epoch returned
     /// by the last [`WorkerLog::enter_epoch`].
     pub fn append(&self, tx: &TxRecord) {
-        if self.shared.durability == Durability::Off {
+        // After a failure nothing can become durable any more: keep no records (memory stays
+        // bounded while the engine notices the error and exits).
+        if self.shared.durability == Durability::Off || self.shared.failed.load(Ordering::Acquire) {
             return;
         }
         let mut bytes = Vec::new();
@@ -213,6 +217,7 @@ impl Logger {
             global_epoch: AtomicU64::new(durable_epoch + 1),
             durable_epoch: AtomicU64::new(durable_epoch),
             stop: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             error: Mutex::new(None),
             slots: (0..workers)
                 .map(|_| Mutex::new(WorkerSlot { position: WorkerEpoch::Idle, records: Vec::new() }))
@@ -316,6 +321,10 @@ fn run<D: Dir>(shared: &Shared, mut core: GroupCommit, mut writer: SegmentWriter
                 Err(error) => {
                     core.failed();
                     *shared.error.lock() = Some(error.to_string());
+                    shared.failed.store(true, Ordering::Release);
+                    for slot in &shared.slots {
+                        slot.lock().records.clear();
+                    }
                     return;
                 }
             }
