@@ -1,6 +1,6 @@
 //! Deterministic crash tests: a toy key-value engine drives the real group-commit core,
 //! segment writer, checkpoints and recovery over a `FaultyDir`, the power is cut at a
-//! seeded random operation (mid-epoch, mid-sync, mid-checkpoint, during segment deletion,
+//! seeded random operation or an fsync fails (mid-epoch, mid-sync, mid-checkpoint, during segment deletion,
 //! during recovery's truncation), and what recovery returns is checked against the serial
 //! replay of the committed transactions.
 //!
@@ -177,11 +177,19 @@ fn check_seed(seed: u64, coverage: &mut Coverage) {
     let (mut durable_epoch, mut next_segment) = (0, 0);
     for cycle in 0..CYCLES_PER_SEED {
         dir.power_cut_after(rng.below(600));
+        if rng.below(4) == 0 {
+            dir.fail_sync_after(1 + rng.below(40));
+        }
+        // The cycle ends at the first error: the engine fail-stops, acknowledging nothing more.
         match run_cycle(&mut rng, &dir, &mut engine, durable_epoch, next_segment) {
             Ok(checkpoints) => coverage.checkpoints += checkpoints,
+            Err(_) if dir.is_powered_off() => coverage.power_cuts += 1,
             Err(error) => {
-                assert!(dir.is_powered_off(), "seed {seed} cycle {cycle}: unexpected error {error}; {replay_hint}");
-                coverage.power_cuts += 1;
+                assert!(
+                    error.to_string().contains("injected fsync failure"),
+                    "seed {seed} cycle {cycle}: unexpected error {error}; {replay_hint}"
+                );
+                coverage.fsync_failures += 1;
             }
         }
         dir.crash(rng.below(2) == 0);
@@ -256,6 +264,8 @@ struct Coverage {
     checkpoints: u64,
     /// Power cuts while the engine ran.
     power_cuts: u64,
+    /// Injected fsync failures that stopped the engine.
+    fsync_failures: u64,
     /// Power cuts during recovery.
     recovery_power_cuts: u64,
     /// Recoveries that cut a torn or corrupt tail.
