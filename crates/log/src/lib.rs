@@ -113,6 +113,9 @@ pub enum LogError {
     /// and the engine must stop acknowledging commits and exit.
     #[error("log stopped after a failed write or fsync (durable through epoch {durable_epoch}): {reason}")]
     Stopped { durable_epoch: u64, reason: String },
+    /// A configuration value out of range.
+    #[error("invalid log configuration: {field} {reason}")]
+    InvalidConfig { field: &'static str, reason: &'static str },
     /// A checkpoint was committed before the log was durable through the epoch its scan
     /// ended in; it could show writes that recovery loses.
     #[error("checkpoint ends in epoch {end_epoch} but the log is durable only through {durable_epoch}; wait for it")]

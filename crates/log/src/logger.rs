@@ -57,6 +57,19 @@ impl Default for LogConfig {
     }
 }
 
+impl LogConfig {
+    /// Checks the ranges before anything runs.
+    pub fn validate(&self) -> Result<(), LogError> {
+        if self.epoch_ms == 0 {
+            return Err(LogError::InvalidConfig { field: "epoch_ms", reason: "must be at least 1" });
+        }
+        if self.segment_bytes_max < format::HEADER_LEN as u64 {
+            return Err(LogError::InvalidConfig { field: "segment_bytes_max", reason: "must hold at least a header" });
+        }
+        Ok(())
+    }
+}
+
 /// Appends flushes to segment files, rotating them at epoch boundaries.
 #[derive(Debug)]
 pub struct SegmentWriter<D: Dir> {
@@ -212,6 +225,7 @@ impl Logger {
         durable_epoch: u64,
         next_segment: u64,
     ) -> Result<(Self, Vec<WorkerLog>), LogError> {
+        config.validate()?;
         let shared = Arc::new(Shared {
             durability: config.durability,
             global_epoch: AtomicU64::new(durable_epoch + 1),

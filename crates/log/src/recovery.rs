@@ -5,7 +5,7 @@
 //!  checkpoint-B (rows, end E_c)   segment 3          segment 4
 //!  [r r r r r r r r | end]        [tx tx |E5| tx |E6| tx tx |E7| tx ##torn##]
 //!                                                           ^ durable end  ^ cut
-//!  state = rows ⊕ every tx of epochs <= 7, per key the highest version
+//!  state = rows + every tx of epochs <= 7, per key the highest version
 //! ```
 //!
 //! Transactions are buffered until the `EpochClosed` marker of their epoch is read; what

@@ -114,6 +114,13 @@ fn file_dir_round_trip_across_restarts() {
 }
 
 #[test]
+fn out_of_range_configuration_is_rejected() {
+    let config = LogConfig { epoch_ms: 0, ..LogConfig::default() };
+    let error = Logger::start(FaultyDir::new(1), &config, 1, 0, 0).unwrap_err();
+    assert!(matches!(error, LogError::InvalidConfig { field: "epoch_ms", .. }), "{error}");
+}
+
+#[test]
 fn async_and_off_acknowledge_at_once() {
     for durability in [Durability::Async, Durability::Off] {
         let config = LogConfig { durability, epoch_ms: 1000, segment_bytes_max: 1 << 20 };
