@@ -180,28 +180,7 @@ pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0; FRAME_HEADER_LEN]);
     let payload_start = out.len();
     match record {
-        Record::Transaction(tx) => {
-            out.push(TAG_TRANSACTION);
-            put_u64(out, tx.epoch);
-            match tx.commit_ts {
-                Some(ts) => {
-                    out.push(1);
-                    put_u64(out, ts);
-                }
-                None => out.push(0),
-            }
-            put_u32(out, tx.writes.len() as u32);
-            for write in &tx.writes {
-                out.extend_from_slice(&write.table.to_le_bytes());
-                out.push(match write.kind {
-                    WriteKind::Put => 1,
-                    WriteKind::Delete => 2,
-                });
-                put_u64(out, write.key);
-                put_u64(out, write.version);
-                put_row(out, &write.row);
-            }
-        }
+        Record::Transaction(tx) => encode_transaction_payload(tx, out),
         Record::EpochClosed { epoch } => {
             out.push(TAG_EPOCH_CLOSED);
             put_u64(out, *epoch);
@@ -219,11 +198,50 @@ pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
             put_u64(out, *end_epoch);
         }
     }
+    debug_assert_eq!(payload_start, frame_start + FRAME_HEADER_LEN);
+    seal_frame(out, frame_start);
+}
+
+/// Appends one framed transaction record (the same bytes as `encode_record` of
+/// `Record::Transaction`, without building a `Record`).
+pub fn encode_transaction(tx: &TxRecord, out: &mut Vec<u8>) {
+    let frame_start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+    encode_transaction_payload(tx, out);
+    seal_frame(out, frame_start);
+}
+
+fn encode_transaction_payload(tx: &TxRecord, out: &mut Vec<u8>) {
+    out.push(TAG_TRANSACTION);
+    put_u64(out, tx.epoch);
+    match tx.commit_ts {
+        Some(ts) => {
+            out.push(1);
+            put_u64(out, ts);
+        }
+        None => out.push(0),
+    }
+    put_u32(out, tx.writes.len() as u32);
+    for write in &tx.writes {
+        out.extend_from_slice(&write.table.to_le_bytes());
+        out.push(match write.kind {
+            WriteKind::Put => 1,
+            WriteKind::Delete => 2,
+        });
+        put_u64(out, write.key);
+        put_u64(out, write.version);
+        put_row(out, &write.row);
+    }
+}
+
+/// Fills in the length and checksum of the frame that starts at `frame_start`.
+fn seal_frame(out: &mut [u8], frame_start: usize) {
+    let payload_start = frame_start + FRAME_HEADER_LEN;
     let payload_len = out.len() - payload_start;
     assert!(payload_len <= PAYLOAD_LEN_MAX, "record of {payload_len} bytes exceeds PAYLOAD_LEN_MAX");
     let crc = crc32fast::hash(&out[payload_start..]);
     out[frame_start..frame_start + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
-    out[frame_start + 4..frame_start + 8].copy_from_slice(&crc.to_le_bytes());
+    out[frame_start + 4..payload_start].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes the frame at the start of `bytes`, returning the record and the frame's length.
@@ -382,6 +400,10 @@ mod tests {
         for record in &records {
             encode_record(record, &mut bytes);
         }
+        let mut alone = Vec::new();
+        let Record::Transaction(tx) = &records[0] else { unreachable!() };
+        encode_transaction(tx, &mut alone);
+        assert_eq!(alone, bytes[..alone.len()]);
         let mut offset = 0;
         for record in &records {
             let (decoded, len) = decode_frame(&bytes[offset..]).unwrap();

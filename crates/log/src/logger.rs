@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 
 use crate::LogError;
 use crate::device::Dir;
-use crate::format::{self, FileHeader, FileKind, Record, TxRecord};
+use crate::format::{self, FileHeader, FileKind, TxRecord};
 use crate::group::{Flush, GroupCommit, WorkerEpoch};
 use crate::naming;
 
@@ -135,6 +135,7 @@ impl<D: Dir> SegmentWriter<D> {
 #[derive(Debug)]
 struct WorkerSlot {
     position: WorkerEpoch,
+    /// Encoded records, one buffer per epoch, oldest first.
     records: Vec<(u64, Vec<u8>)>,
 }
 
@@ -183,11 +184,17 @@ impl WorkerLog {
         if self.shared.durability == Durability::Off || self.shared.failed.load(Ordering::Acquire) {
             return;
         }
-        let mut bytes = Vec::new();
-        format::encode_record(&Record::Transaction(tx.clone()), &mut bytes);
         let mut slot = self.shared.slots[self.worker].lock();
         assert_eq!(slot.position, WorkerEpoch::In(tx.epoch), "append outside the worker's epoch");
-        slot.records.push((tx.epoch, bytes));
+        // One byte buffer per epoch: records of the same epoch are encoded back to back.
+        match slot.records.last_mut() {
+            Some((epoch, bytes)) if *epoch == tx.epoch => format::encode_transaction(tx, bytes),
+            _ => {
+                let mut bytes = Vec::new();
+                format::encode_transaction(tx, &mut bytes);
+                slot.records.push((tx.epoch, bytes));
+            }
+        }
     }
 
     /// Declares the worker idle, so it holds no epoch open.
