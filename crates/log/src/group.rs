@@ -138,7 +138,8 @@ impl GroupCommit {
         closable
     }
 
-    /// The next flush to perform, if an epoch can be closed and no flush is in flight.
+    /// The next flush to perform, if an epoch with records can be closed and no flush is in
+    /// flight. Closable epochs without records wait for the next flush that has records.
     pub fn poll_flush(&mut self) -> Option<Flush> {
         if self.phase != Phase::Idle {
             return None;
@@ -153,6 +154,12 @@ impl GroupCommit {
             for (_, record) in buffer.drain(..taken) {
                 bytes.extend_from_slice(&record);
             }
+        }
+        if bytes.is_empty() {
+            // Epochs without records need no I/O (an idle engine does not fsync every
+            // epoch_ms). They stay non-durable, so the published durable epoch is always one
+            // recovery finds a marker for; the next flush with records covers them.
+            return None;
         }
         format::encode_record(&Record::EpochClosed { epoch }, &mut bytes);
         self.phase = Phase::Flushing(epoch);
@@ -197,6 +204,23 @@ mod tests {
         assert_eq!(core.poll_flush(), None, "one flush in flight at a time");
         core.flushed(1);
         assert_eq!(core.durable_epoch(), 1);
+    }
+
+    #[test]
+    fn empty_epochs_are_not_flushed_but_covered_by_the_next_marker() {
+        let mut core = GroupCommit::new(1, 1, 0, 0);
+        core.advance_epoch(1);
+        core.advance_epoch(2);
+        assert_eq!(core.poll_flush(), None);
+        assert_eq!(core.durable_epoch(), 0);
+        core.publish_worker(0, WorkerEpoch::In(3));
+        core.append(0, vec![5]);
+        core.advance_epoch(3);
+        core.publish_worker(0, WorkerEpoch::Idle);
+        let flush = core.poll_flush().unwrap();
+        assert_eq!(flush.epoch, 3);
+        core.flushed(3);
+        assert_eq!(core.durable_epoch(), 3);
     }
 
     #[test]

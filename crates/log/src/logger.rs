@@ -334,6 +334,7 @@ fn run<D: Dir>(shared: &Shared, mut core: GroupCommit, mut writer: SegmentWriter
             core.advance_epoch(now_ms);
         }
         while let Some(flush) = core.poll_flush() {
+            shared.durable_epoch.store(core.durable_epoch(), Ordering::Release);
             match writer.write(&flush) {
                 Ok(()) => {
                     core.flushed(flush.epoch);
@@ -350,6 +351,7 @@ fn run<D: Dir>(shared: &Shared, mut core: GroupCommit, mut writer: SegmentWriter
                 }
             }
         }
+        shared.durable_epoch.store(core.durable_epoch(), Ordering::Release);
         if stopping {
             return;
         }

@@ -164,3 +164,38 @@ fn corruption_inside_a_segment_cuts_the_log_there() {
     let (rows_again, again) = recovered_rows(&dir);
     assert_eq!((rows_again, again.durable_epoch, again.cut), (rows, 5, None));
 }
+
+#[test]
+fn two_worker_threads_every_acknowledged_commit_recovers() {
+    const COMMITS_PER_WORKER: u64 = 500;
+    let dir = FaultyDir::new(11);
+    let config = LogConfig { durability: Durability::Sync, epoch_ms: 1, segment_bytes_max: 8192 };
+    let (logger, workers) = Logger::start(dir.clone(), &config, 2, 0, 0).expect("start");
+    std::thread::scope(|scope| {
+        for (index, worker) in workers.iter().enumerate() {
+            scope.spawn(move || {
+                let mut pending = Vec::new();
+                for version in 1..=COMMITS_PER_WORKER {
+                    let key = index as u64 * 1000 + version % 50;
+                    pending.push(commit(worker, key, version));
+                    pending.retain(|epoch| !worker.acknowledged(*epoch));
+                }
+                let started = Instant::now();
+                while pending.iter().any(|epoch| !worker.acknowledged(*epoch)) {
+                    assert!(started.elapsed() < WAIT_LIMIT, "commits never acknowledged");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+        }
+    });
+    // Every commit was acknowledged, so a crash right now must keep all of them.
+    dir.crash(true);
+    let (rows, _) = recovered_rows(&dir);
+    for index in 0..2u64 {
+        for version in COMMITS_PER_WORKER - 49..=COMMITS_PER_WORKER {
+            let key = index * 1000 + version % 50;
+            assert_eq!(rows.get(&key), Some(&(version, vec![key * 10 + version])), "key {key}");
+        }
+    }
+    drop(logger);
+}
