@@ -57,6 +57,8 @@ pub struct GroupCommit {
     workers: Vec<WorkerEpoch>,
     /// Per worker: encoded records, each tagged with its epoch, in append order.
     buffers: Vec<Vec<(u64, Vec<u8>)>>,
+    /// Epochs up to this one are flushed even without records (a waiting checkpoint).
+    marker_wanted_epoch: u64,
     phase: Phase,
 }
 
@@ -71,6 +73,7 @@ impl GroupCommit {
             durable_epoch,
             workers: vec![WorkerEpoch::Idle; workers],
             buffers: vec![Vec::new(); workers],
+            marker_wanted_epoch: 0,
             phase: Phase::Idle,
         }
     }
@@ -155,7 +158,7 @@ impl GroupCommit {
                 bytes.extend_from_slice(&record);
             }
         }
-        if bytes.is_empty() {
+        if bytes.is_empty() && self.marker_wanted_epoch <= self.durable_epoch {
             // Epochs without records need no I/O (an idle engine does not fsync every
             // epoch_ms). They stay non-durable, so the published durable epoch is always one
             // recovery finds a marker for; the next flush with records covers them.
@@ -164,6 +167,12 @@ impl GroupCommit {
         format::encode_record(&Record::EpochClosed { epoch }, &mut bytes);
         self.phase = Phase::Flushing(epoch);
         Some(Flush { bytes, epoch })
+    }
+
+    /// Asks for `epoch` to become durable even if it has no records (a checkpoint waiting
+    /// for its end epoch on an idle engine): a marker-only flush is written once it closes.
+    pub fn want_durable(&mut self, epoch: u64) {
+        self.marker_wanted_epoch = self.marker_wanted_epoch.max(epoch);
     }
 
     /// The flush of `epoch` was written and synced.
@@ -221,6 +230,10 @@ mod tests {
         assert_eq!(flush.epoch, 3);
         core.flushed(3);
         assert_eq!(core.durable_epoch(), 3);
+        core.advance_epoch(4);
+        core.want_durable(4);
+        let flush = core.poll_flush().unwrap();
+        assert_eq!(flush.epoch, 4, "a marker-only flush when one is wanted");
     }
 
     #[test]

@@ -145,6 +145,8 @@ struct Shared {
     global_epoch: AtomicU64,
     durable_epoch: AtomicU64,
     stop: AtomicBool,
+    /// The logger makes epochs up to this one durable even without records.
+    marker_wanted_epoch: AtomicU64,
     /// Set once the logger stopped after an error; workers then stop buffering records.
     failed: AtomicBool,
     error: Mutex<Option<String>>,
@@ -238,6 +240,7 @@ impl Logger {
             global_epoch: AtomicU64::new(durable_epoch + 1),
             durable_epoch: AtomicU64::new(durable_epoch),
             stop: AtomicBool::new(false),
+            marker_wanted_epoch: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             slots: (0..workers)
@@ -276,6 +279,12 @@ impl Logger {
     /// Whether a commit of `epoch` may be acknowledged now.
     pub fn acknowledged(&self, epoch: u64) -> bool {
         acknowledged(&self.shared, epoch)
+    }
+
+    /// Asks that `epoch` become durable even if no transaction commits in it (a checkpoint
+    /// waiting for its end epoch while the engine is idle).
+    pub fn want_durable(&self, epoch: u64) {
+        self.shared.marker_wanted_epoch.fetch_max(epoch, Ordering::AcqRel);
     }
 
     /// The sticky error after a failed write or sync.
@@ -319,6 +328,7 @@ fn run<D: Dir>(shared: &Shared, mut core: GroupCommit, mut writer: SegmentWriter
         let stopping = shared.stop.load(Ordering::Acquire);
         let now_ms = started.elapsed().as_millis() as u64;
         core.tick(now_ms);
+        core.want_durable(shared.marker_wanted_epoch.load(Ordering::Acquire));
         shared.global_epoch.store(core.global_epoch(), Ordering::Release);
         for (worker, slot) in shared.slots.iter().enumerate() {
             let mut slot = slot.lock();

@@ -153,6 +153,7 @@ fn run_cycle(
                     if next >= keys.len() && end_epoch.is_none() {
                         // The scan ended in this epoch; commit once it is durable.
                         end_epoch = Some(core.global_epoch());
+                        core.want_durable(core.global_epoch());
                     }
                     match end_epoch {
                         Some(end) if core.durable_epoch() >= end => {

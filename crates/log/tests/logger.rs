@@ -114,6 +114,19 @@ fn file_dir_round_trip_across_restarts() {
 }
 
 #[test]
+fn an_idle_logger_makes_a_wanted_epoch_durable() {
+    let config = LogConfig { durability: Durability::Sync, epoch_ms: 1, segment_bytes_max: 1 << 20 };
+    let (logger, _workers) = Logger::start(FaultyDir::new(5), &config, 1, 0, 0).expect("start");
+    let wanted = logger.global_epoch();
+    logger.want_durable(wanted);
+    let started = Instant::now();
+    while logger.durable_epoch() < wanted {
+        assert!(started.elapsed() < WAIT_LIMIT, "epoch {wanted} never became durable");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
 fn out_of_range_configuration_is_rejected() {
     let config = LogConfig { epoch_ms: 0, ..LogConfig::default() };
     let error = Logger::start(FaultyDir::new(1), &config, 1, 0, 0).unwrap_err();
