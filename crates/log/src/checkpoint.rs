@@ -3,8 +3,9 @@
 //! The engine picks a begin epoch `B` such that every transaction of an epoch `< B` is
 //! installed, then streams rows `(table, key, version, row)` read one at a time while
 //! transactions keep committing, so a row may show a write of any epoch `>= B`. Once the
-//! scan ends in epoch `E_end` and the log is durable through `E_end`, the checkpoint is
-//! committed:
+//! scan ends in epoch `E_end` and the log is durable through `E_end` (on an idle engine,
+//! `Logger::want_durable(E_end)` makes the logger write a marker-only epoch), the
+//! checkpoint is committed:
 //!
 //! ```text
 //!  checkpoint.tmp: header(B) rows... end(rows, E_end)
