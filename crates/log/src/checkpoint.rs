@@ -1,0 +1,113 @@
+//! Fuzzy checkpoints, taken while transactions run, and the segment deletion they allow.
+//!
+//! The engine picks a begin epoch `B` such that every transaction of an epoch `< B` is
+//! installed, then streams rows `(table, key, version, row)` read one at a time while
+//! transactions keep committing, so a row may show a write of any epoch `>= B`. Once the
+//! scan ends in epoch `E_end` and the log is durable through `E_end` (on an idle engine,
+//! `Logger::want_durable(E_end)` makes the logger write a marker-only epoch), the
+//! checkpoint is committed:
+//!
+//! ```text
+//!  checkpoint.tmp: header(B) rows... end(rows, E_end)
+//!     sync(checkpoint.tmp) -> rename to checkpoint-B.ckpt -> sync_dir
+//!     -> delete older checkpoints and every segment whose epochs are all < B -> sync_dir
+//! ```
+//!
+//! Recovery loads the rows and replays the log on top of them, keeping per key the highest
+//! version, so a row read before or after a concurrent write converges to the same state.
+//! A crash before the rename leaves the previous checkpoint and all segments it needs;
+//! a crash during deletion leaves a suffix of segments, all covered or still needed.
+
+use crate::LogError;
+use crate::device::Dir;
+use crate::format::{self, FileHeader, FileKind, Record, RowRecord};
+use crate::naming::{self, CHECKPOINT_TEMP_NAME, LogFile};
+
+/// Rows are appended to the file in chunks of about this many bytes.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// A checkpoint being written.
+#[derive(Debug)]
+pub struct CheckpointWriter<'dir> {
+    dir: &'dir dyn Dir,
+    begin_epoch: u64,
+    rows: u64,
+    chunk: Vec<u8>,
+}
+
+impl<'dir> CheckpointWriter<'dir> {
+    /// Starts a checkpoint at `begin_epoch` (every transaction of an earlier epoch installed).
+    pub fn begin(dir: &'dir dyn Dir, begin_epoch: u64) -> Result<Self, LogError> {
+        dir.create(CHECKPOINT_TEMP_NAME)?;
+        let mut chunk = Vec::new();
+        format::encode_header(
+            &FileHeader { kind: FileKind::Checkpoint, number: begin_epoch, first_epoch: begin_epoch },
+            &mut chunk,
+        );
+        Ok(Self { dir, begin_epoch, rows: 0, chunk })
+    }
+
+    /// Adds one row as read now.
+    pub fn row(&mut self, row: &RowRecord) -> Result<(), LogError> {
+        format::encode_record(&Record::Row(row.clone()), &mut self.chunk);
+        self.rows += 1;
+        if self.chunk.len() >= CHUNK_BYTES {
+            self.dir.append(CHECKPOINT_TEMP_NAME, &self.chunk)?;
+            self.chunk.clear();
+        }
+        Ok(())
+    }
+
+    /// Commits the checkpoint. `end_epoch` is the epoch the scan ended in, and the log must
+    /// already be durable through it (`durable_epoch >= end_epoch`), so no row of the
+    /// checkpoint shows a write that recovery could lose. Then deletes what it covers.
+    pub fn finish(mut self, end_epoch: u64, durable_epoch: u64) -> Result<u64, LogError> {
+        if durable_epoch < end_epoch {
+            return Err(LogError::CheckpointAhead { end_epoch, durable_epoch });
+        }
+        format::encode_record(&Record::CheckpointEnd { rows: self.rows, end_epoch }, &mut self.chunk);
+        self.dir.append(CHECKPOINT_TEMP_NAME, &self.chunk)?;
+        self.dir.sync(CHECKPOINT_TEMP_NAME)?;
+        self.dir.rename(CHECKPOINT_TEMP_NAME, &naming::checkpoint_name(self.begin_epoch))?;
+        self.dir.sync_dir()?;
+        delete_covered(self.dir, self.begin_epoch)?;
+        Ok(self.rows)
+    }
+}
+
+/// Deletes older checkpoints and every segment whose epochs all precede `begin_epoch`
+/// (a segment is covered when the next segment starts at or before `begin_epoch`).
+/// Returns how many files were removed.
+pub fn delete_covered(dir: &dyn Dir, begin_epoch: u64) -> Result<usize, LogError> {
+    let mut segments = Vec::new();
+    let mut removed = 0;
+    for name in dir.list()? {
+        match naming::parse(&name) {
+            Some(LogFile::Checkpoint { begin_epoch: older }) if older < begin_epoch => {
+                dir.remove(&name)?;
+                removed += 1;
+            }
+            Some(LogFile::Segment { number }) => segments.push((number, name)),
+            _ => {}
+        }
+    }
+    segments.sort();
+    let mut first_epochs = Vec::with_capacity(segments.len());
+    for (_, name) in &segments {
+        let first_epoch = format::decode_header(&dir.read(name)?).map_or(u64::MAX, |header| header.first_epoch);
+        first_epochs.push(first_epoch);
+    }
+    // Delete oldest first, so a crash part-way leaves a suffix of the log.
+    for index in 0..segments.len().saturating_sub(1) {
+        if first_epochs[index + 1] > begin_epoch {
+            break;
+        }
+        dir.remove(&segments[index].1)?;
+        dir.sync_dir()?;
+        removed += 1;
+    }
+    if removed > 0 {
+        dir.sync_dir()?;
+    }
+    Ok(removed)
+}
