@@ -1,8 +1,10 @@
 //! Adaptive batch size: choose a batch-size cap within `[min, max]` online.
 //!
-//! The paper (Ding, Kot, Gehrke, PVLDB 2018, §5) shows that the best batch size depends on
-//! the workload's skew and on concurrency, and names choosing it automatically as future
-//! work. This crate is that choice as an I/O-free core (STYLE.md rule 1): a driver feeds one
+//! The paper (Ding, Kot, Gehrke, PVLDB 2018) measures a sweet spot in batch size (§5.3,
+//! storage and validator batching; Table 1: larger batches give reordering more freedom but
+//! add latency), and §7 names adaptive batching, adjusting the size to the workload, as
+//! future work. Our BENCHMARKS.md finds the best fixed size moving with skew and
+//! concurrency. This crate is that choice as an I/O-free core (STYLE.md rule 1): a driver feeds one
 //! [`WindowObservation`] per measurement window (commits, aborts, a latency figure and the
 //! explicit `now_ms`) and reads back [`AdaptiveBatchSize::batch_size`].
 //!
