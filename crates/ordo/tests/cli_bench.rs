@@ -85,7 +85,7 @@ fn bad_configuration_fails_before_running() {
         (&["--mode", "fast"], "unknown mode"),
         (&["--batch-size", "0"], "validator_batch_size"),
         (&["--keys", "5"], "keys"),
-        (&["--workload", "tpcc"], "unknown workload"),
+        (&["--workload", "tpch"], "unknown workload"),
         (&["--engine", "quantum"], "unknown engine"),
         (&["--cooldown=-1"], "--cooldown"),
         (&["--placement", "client,processor"], "no thread hosts"),
