@@ -29,6 +29,11 @@ use crate::error::WorkloadError;
 use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 
+#[cfg(test)]
+mod core_tests;
+mod core_workloads;
+pub use core_workloads::{INSERT_RATIO, KvFormError, SCAN_BUCKET_KEYS, SCAN_LENGTH_MAX, YcsbCore, YcsbMix};
+
 /// Largest number of requests per transaction (one flag bit each).
 pub const YCSB_OPS_MAX: usize = 64;
 
