@@ -21,6 +21,9 @@
 //! Values are `i64` counters. Engines that model record payloads carry `payload_bytes` of
 //! payload beside the value and copy it on every read and write; the workload only records the
 //! size.
+//!
+//! YCSB's core workloads A-F by name, on tables, are [`YcsbCore`] (module `core_workloads`):
+//! A, B, C, F and custom mixes are this workload; D and E add inserts and scans.
 
 use rand::Rng;
 
