@@ -9,7 +9,8 @@
 //! * [`zipf`]: exact Zipfian key choice.
 //! * [`micro`]: the paper's micro-benchmark (§5.1).
 //! * [`smallbank`]: SmallBank (§5.4).
-//! * [`ycsb`]: YCSB as in Cicada and §5.6 (16 requests, reads and read-modify-writes).
+//! * [`ycsb`]: YCSB as in Cicada and §5.6 (16 requests, reads and read-modify-writes), and
+//!   YCSB's core workloads A-F on tables ([`YcsbCore`]).
 //! * [`tables`]: transactions over tables ([`TableWorkload`], [`Tx`]): typed rows, inserts,
 //!   deletes, scans and secondary indexes; key-value workloads run on tables through
 //!   [`KvTables`], and [`MemoryDb`] is the reference database workload tests run on.
@@ -34,7 +35,7 @@ pub use tables::{
     Scratch, TableWorkload, Tx, footprint_key,
 };
 pub use tpcc::{Binding, HybridConfig, Tpcc, TpccConfig, TpccScale};
-pub use ycsb::{WriteKind, Ycsb, YcsbConfig};
+pub use ycsb::{KvFormError, WriteKind, Ycsb, YcsbConfig, YcsbCore, YcsbMix};
 pub use zipf::{ALIAS_KEYS_MAX, Zipf};
 
 /// The random number generator every workload uses: fast, seedable, and the same stream on

@@ -21,6 +21,9 @@
 //! Values are `i64` counters. Engines that model record payloads carry `payload_bytes` of
 //! payload beside the value and copy it on every read and write; the workload only records the
 //! size.
+//!
+//! YCSB's core workloads A-F by name, on tables, are [`YcsbCore`] (module `core_workloads`):
+//! A, B, C, F and custom mixes are this workload; D and E add inserts and scans.
 
 use rand::Rng;
 
@@ -28,6 +31,11 @@ use crate::WorkloadRng;
 use crate::error::WorkloadError;
 use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
+
+#[cfg(test)]
+mod core_tests;
+mod core_workloads;
+pub use core_workloads::{INSERT_RATIO, KvFormError, SCAN_BUCKET_KEYS, SCAN_LENGTH_MAX, YcsbCore, YcsbMix};
 
 /// Largest number of requests per transaction (one flag bit each).
 pub const YCSB_OPS_MAX: usize = 64;
