@@ -120,3 +120,33 @@ fn what_cannot_run_on_tables_is_refused_before_anything_runs() {
         .failure()
         .stderr(contains("expected tree or array"));
 }
+
+#[test]
+fn ycsb_core_workloads_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("e.json");
+    ordo()
+        .args(["bench", "--engine", "threads", "--workload", "ycsb", "--ycsb", "e", "--records", "20000", "--verify"])
+        .args(["--json"])
+        .arg(&json)
+        .args(SHORT)
+        .assert()
+        .success();
+    let record = &results(&json)[0];
+    assert_eq!(record["config"]["ycsb"], "e");
+    assert_eq!(record["config"]["index"], "tree", "scans and inserts run on tables");
+    // a, b, c and f are key-value mixes: every engine runs them.
+    ordo()
+        .args(["bench", "--engine", "threads", "--workload", "ycsb", "--ycsb", "b", "--records", "20000"])
+        .args(["--protocol", "silo,tictoc,no_wait"])
+        .args(SHORT)
+        .assert()
+        .success();
+    ordo()
+        .args(["bench", "--engine", "pipeline", "--workload", "ycsb", "--ycsb", "e"])
+        .assert()
+        .failure()
+        .stderr(contains("needs scans and inserts"));
+    ordo().args(["bench", "--workload", "micro", "--ycsb", "a"]).assert().failure().stderr(contains("--workload ycsb"));
+    ordo().args(["bench", "--workload", "ycsb", "--ycsb", "g"]).assert().failure();
+}

@@ -212,7 +212,7 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
     if t.prefetch.iter().any(|&on| on) {
         bail!("--prefetch is for the flat store (--index array)");
     }
-    let thetas: Vec<f64> = if args.workload.needs_tables() {
+    let thetas: Vec<f64> = if args.workload.is_tpcc() {
         if args.theta.len() > 1 {
             bail!("{} has no Zipf skew: give no --theta list", args.workload.name());
         }
@@ -221,7 +221,7 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
         args.theta.clone()
     };
     let mut planned = Vec::new();
-    let bindings = if args.workload.needs_tables() { args.workload.binding.clone() } else { vec!["fixed".into()] };
+    let bindings = if args.workload.is_tpcc() { args.workload.binding.clone() } else { vec!["fixed".into()] };
     for &theta in &thetas {
         for range in args.workload.analytic_ranges() {
             for binding in &bindings {
@@ -231,7 +231,7 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 for &threads in &t.threads {
                     let config = TablesConfig { threads, index, ..TablesConfig::default() };
                     let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
-                    if !args.workload.needs_tables() {
+                    if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
                     }
                     if bindings.len() > 1 {
@@ -271,8 +271,8 @@ fn planned_table_run(
     if let Some(range) = analytic_range {
         knobs.insert("analytic_range".into(), range.into());
     }
-    if !args.workload.needs_tables() {
-        knobs.insert("payload_bytes".into(), args.workload.payload_bytes.into());
+    if !workload_args.is_tpcc() {
+        knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
     }
     let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
     let workload_args = workload_args.clone();

@@ -7,7 +7,8 @@ use clap::Args;
 use ordo_workload::smallbank::{CONSERVED_MIX, STANDARD_MIX};
 use ordo_workload::tpcc::{Binding, HybridConfig, Tpcc, TpccConfig, parse_mix};
 use ordo_workload::{
-    KvTables, Micro, MicroConfig, SmallBank, SmallBankConfig, TableWorkload, Workload, WriteKind, Ycsb, YcsbConfig,
+    KvTables, Micro, MicroConfig, SmallBank, SmallBankConfig, TableWorkload, Workload, Ycsb, YcsbConfig, YcsbCore,
+    YcsbMix,
 };
 
 /// Workload knobs shared by every engine.
@@ -62,6 +63,12 @@ pub struct WorkloadArgs {
     /// ycsb: whether the other requests are read-modify-writes (rmw) or blind writes (blind).
     #[arg(long, default_value = "rmw")]
     pub write_kind: String,
+    /// ycsb: one of YCSB's core workloads by name: a (50/50 read/update), b (95/5), c
+    /// (read-only), d (read-latest, 5% inserts), e (95% short scans, 5% inserts), f
+    /// (read-modify-write); each transaction is `--ops` operations. d and e need tables
+    /// (threads engine). Without it, --read-ratio and --write-kind make a custom mix.
+    #[arg(long)]
+    pub ycsb: Option<String>,
     /// ycsb: YCSB's scrambled Zipfian (ranks hashed over the table with FNV-1a).
     #[arg(long)]
     pub scrambled: bool,
@@ -82,12 +89,42 @@ impl WorkloadArgs {
     /// threads engine has.
     pub fn needs_tables(&self) -> bool {
         matches!(self.name(), "tpcc" | "tpcc-hybrid")
+            || self.ycsb_mix().is_ok_and(|mix| matches!(mix, Some(YcsbMix::D | YcsbMix::E)))
+    }
+
+    /// Whether the workload is TPC-C (no Zipf skew; warehouses and bindings instead).
+    pub fn is_tpcc(&self) -> bool {
+        matches!(self.name(), "tpcc" | "tpcc-hybrid")
+    }
+
+    /// `--ycsb`, parsed (it needs `--workload ycsb`).
+    fn ycsb_mix(&self) -> Result<Option<YcsbMix>> {
+        match &self.ycsb {
+            None => Ok(None),
+            Some(_) if self.name() != "ycsb" => bail!("--ycsb picks a YCSB core workload: give --workload ycsb too"),
+            Some(name) => Ok(Some(name.parse()?)),
+        }
+    }
+
+    fn ycsb_config(&self, theta: f64) -> Result<YcsbConfig> {
+        Ok(YcsbConfig {
+            records: self.records,
+            theta,
+            ops: self.ops,
+            read_ratio: self.read_ratio,
+            write_kind: self.write_kind.parse()?,
+            payload_bytes: self.payload_bytes,
+            scrambled: self.scrambled,
+        })
     }
 
     /// The workload over tables: TPC-C as itself, a key-value workload through [`KvTables`]
     /// (one table of `[value, payload]` rows). `analytic_range` is the hybrid's contention
     /// degree (ignored otherwise).
     pub fn build_tables(&self, theta: f64, seed: u64, analytic_range: f64) -> Result<Arc<dyn TableWorkload>> {
+        if let Some(mix) = self.ycsb_mix()? {
+            return Ok(Arc::new(YcsbCore::new(mix, self.ycsb_config(theta)?)?));
+        }
         if !self.needs_tables() {
             return Ok(Arc::new(KvTables::new(self.build(theta, seed)?, self.payload_bytes)));
         }
@@ -115,6 +152,7 @@ impl WorkloadArgs {
 
 impl WorkloadArgs {
     pub fn build(&self, theta: f64, seed: u64) -> Result<Arc<dyn Workload>> {
+        self.ycsb_mix()?;
         let keys = self.keys.unwrap_or(KEYS_DEFAULT);
         Ok(match self.name() {
             "micro" => Arc::new(Micro::new(MicroConfig {
@@ -147,18 +185,10 @@ impl WorkloadArgs {
                     ..SmallBankConfig::default()
                 })?)
             }
-            "ycsb" => {
-                let write_kind: WriteKind = self.write_kind.parse()?;
-                Arc::new(Ycsb::new(YcsbConfig {
-                    records: self.records,
-                    theta,
-                    ops: self.ops,
-                    read_ratio: self.read_ratio,
-                    write_kind,
-                    payload_bytes: self.payload_bytes,
-                    scrambled: self.scrambled,
-                })?)
-            }
+            "ycsb" => match self.ycsb_mix()? {
+                Some(mix) => YcsbCore::new(mix, self.ycsb_config(theta)?)?.kv_form()?,
+                None => Arc::new(Ycsb::new(self.ycsb_config(theta)?)?),
+            },
             "tpcc" | "tpcc-hybrid" => bail!(
                 "{}: TPC-C needs tables, inserts, deletes and scans, which this engine does not have (it runs \
                  micro, smallbank and ycsb); run it with --engine threads",
@@ -170,7 +200,7 @@ impl WorkloadArgs {
 
     /// Knobs worth recording with a result.
     pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
-        if self.needs_tables() {
+        if self.is_tpcc() {
             let mut knobs = vec![
                 ("warehouses", self.warehouses.into()),
                 ("binding", self.binding.join(",").into()),
@@ -183,6 +213,7 @@ impl WorkloadArgs {
         }
         if self.name() == "ycsb" {
             return vec![
+                ("ycsb", self.ycsb.clone().map_or(serde_json::Value::Null, serde_json::Value::from)),
                 ("records", self.records.into()),
                 ("ops", self.ops.into()),
                 ("read_ratio", self.read_ratio.into()),
