@@ -70,9 +70,9 @@ mod violation;
 mod writer;
 
 pub use check::{CheckReport, check};
-pub use entry::HistoryEntry;
+pub use entry::{Access, HistoryEntry, Scan, TableId, WriteEffect};
 pub use error::HistoryError;
 pub use reader::{read_history, read_history_file};
 pub use timestamp::check_timestamp_order;
-pub use violation::{CycleStep, DependencyKind, Violation};
+pub use violation::{CycleStep, DependencyKind, ScanRange, Violation};
 pub use writer::HistoryWriter;
