@@ -10,8 +10,8 @@
 //!   order. A read of `v = ts` is accepted when it is the transaction's own write;
 //! * every row a scan lists is such a read, and every written key of the scanned range that the
 //!   scan does not list was absent at `ts`: its latest version before `ts` is a delete, or
-//!   there is none and its first write is an insert (or the transaction itself wrote the key,
-//!   whose scan may have run before its own write).
+//!   there is none and its first write is an insert (or the transaction itself inserted or
+//!   deleted the key, whose scan may have run before or after that write).
 //!
 //! ```text
 //!  key k:   v0 ─── v12 (T3) ─── v30 (T8) ─── v41 (T9)
@@ -156,7 +156,10 @@ fn check_scanned_absences(entries: &[HistoryEntry], writes: &[Operation]) -> Res
                 }
                 let versions = &writes[written.first_write as usize..written.end_write as usize];
                 let before = versions.partition_point(|write| write.version < ts);
-                if versions.get(before).is_some_and(|write| write.version == ts && write.txn == txn) {
+                // An own insert or delete at ts may have come before or after the scan; an own
+                // update leaves the row present on both sides.
+                let own = versions.get(before).filter(|write| write.version == ts && write.txn == txn);
+                if own.is_some_and(|write| write.detail != Detail::Write(WriteEffect::Update)) {
                     continue;
                 }
                 let (present, version) = match before.checked_sub(1).map(|latest| versions[latest]) {

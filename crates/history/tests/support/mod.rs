@@ -207,6 +207,8 @@ pub struct TableConfig {
     /// Keys `0..keys` in every table.
     pub keys: u64,
     pub operations_per_transaction_max: usize,
+    /// A scan covers at most this many keys.
+    pub scan_width_max: u64,
 }
 
 /// Transactions run one after another against a `BTreeMap` model `(table, key) -> (version,
@@ -256,7 +258,7 @@ pub fn serial_table_history(seed: u64, config: &TableConfig) -> Vec<HistoryEntry
                     written.push((table, key));
                 }
                 _ => {
-                    let high = (key + rng.random_range(0..config.keys)).min(config.keys - 1);
+                    let high = (key + rng.random_range(0..config.scan_width_max.max(1))).min(config.keys - 1);
                     let rows: Vec<(u64, u64)> = model
                         .range((table, key)..=(table, high))
                         .filter(|&(_, &(_, present))| present)
