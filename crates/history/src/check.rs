@@ -3,40 +3,71 @@
 //!
 //! ```text
 //!  entries ──validate──> ids unique, no write of version 0, one write per key per txn
-//!          ──sort──────> VersionOrder (writes by key, version): each version written once
+//!          ──sort──────> VersionOrder (writes by table, key, version): each version written once
+//!          ──index─────> KeyIndex: each written key once, with its absent versions
+//!          ──scans─────> listed rows are reads; unlisted written keys of the range were seen
+//!                        absent: read at their one absent version (or a missed row, or ambiguous)
 //!          ──merge─────> DependencyGraph (ww, wr, rw): every read's version was written
 //!          ──DFS/BFS───> acyclic, or one shortest cycle
 //! ```
 //!
-//! Sorting dominates: `O(N log N)` for `N` operations, with flat vectors and no hashing.
-//! The first problem found is returned; a history with several gets one [`Violation`] at a
-//! time.
+//! ## Scans and phantoms
+//!
+//! A scan of `low..=high` in table `t` reads every row it lists. Every key of `t` in the range
+//! that the history writes but the scan does not list was observed *absent*. Its absent versions
+//! are version 0 when its first write is an insert, and every delete. With exactly one, the scan
+//! read that version: a wr edge from its deleter and an rw edge to the writer of the version
+//! after it (the phantom anti-dependency: the scan precedes the insert it did not see). With
+//! none, the key was present throughout, so the scan missed a row ([`Violation::MissedRow`]).
+//! With several, which absence the scan saw is not recorded: no edge is added and the case is
+//! counted in [`CheckReport::ambiguous_absences`], so a cycle through it can go unnoticed.
+//! Keys the history never writes are never absent-then-present, so they need no look.
+//!
+//! Sorting dominates: `O(N log N)` for `N` operations, with flat vectors and no hashing; a scan
+//! costs a binary search plus the written keys in its range. The first problem found is
+//! returned; a history with several gets one [`Violation`] at a time.
 
 use serde::Serialize;
 
-use crate::entry::HistoryEntry;
+use crate::entry::{HistoryEntry, Scan};
 use crate::graph::DependencyGraph;
-use crate::versions::{Operation, VersionOrder, assert_within_limits, check_unique_ids, check_writes};
-use crate::violation::{CycleStep, DependencyKind, Violation};
+use crate::versions::{
+    Detail, KeyIndex, Operation, ScanIndex, VersionOrder, assert_within_limits, check_unique_ids, check_writes,
+    gather_writes,
+};
+use crate::violation::{CycleStep, DependencyKind, ScanRange, Violation};
 
 /// What a passing check looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct CheckReport {
     pub transactions: usize,
+    /// Point reads.
     pub reads: usize,
+    /// Updates (in old-format histories, every write).
     pub writes: usize,
+    pub inserts: usize,
+    pub deletes: usize,
+    pub scans: usize,
+    /// Rows the scans listed.
+    pub scanned_rows: usize,
+    /// Written keys a scan saw absent and whose one absent version it therefore read.
+    pub scanned_absences: usize,
+    /// Written keys a scan saw absent that have several absent versions: no edge was added
+    /// for them, so the check is blind to cycles through those observations.
+    pub ambiguous_absences: usize,
     /// Writer of a version -> writer of the next version of the same key.
     pub write_write_edges: usize,
     /// Writer of a version -> a reader of it.
     pub write_read_edges: usize,
-    /// Reader of a version -> writer of the next version (anti-dependencies).
+    /// Reader of a version -> writer of the next version (anti-dependencies, phantom ones
+    /// included).
     pub read_write_edges: usize,
 }
 
 impl CheckReport {
-    /// Reads plus writes.
+    /// Point reads, writes of every effect, scans and scanned rows.
     pub fn operations(&self) -> usize {
-        self.reads + self.writes
+        self.reads + self.writes + self.inserts + self.deletes + self.scans + self.scanned_rows
     }
 
     /// Edges of every kind. A pair of transactions may be linked by several edges (one per
@@ -51,41 +82,114 @@ impl CheckReport {
 ///
 /// # Panics
 ///
-/// If the history holds more than `u32::MAX` transactions or operations.
+/// If the history holds more than `u32::MAX` transactions, operations or scans.
 pub fn check(entries: &[HistoryEntry]) -> Result<CheckReport, Violation> {
     check_unique_ids(entries)?;
-    // One pass over the entries gathers both tables.
+    let mut report = CheckReport { transactions: entries.len(), ..CheckReport::default() };
+    // One pass over the entries gathers writes, point reads and listed rows.
     let mut writes = Vec::with_capacity(entries.iter().map(|entry| entry.writes.len()).sum());
     let mut reads = Vec::with_capacity(entries.iter().map(|entry| entry.reads.len()).sum());
+    let mut scans: ScanIndex = Vec::new();
     let mut scratch = Vec::new();
     for (entry, txn) in entries.iter().zip(0..) {
         check_writes(entry, &mut scratch)?;
-        writes.extend(entry.writes.iter().map(|&(key, version)| Operation { key, version, txn }));
-        reads.extend(entry.reads.iter().map(|&(key, version)| Operation { key, version, txn }));
+        gather_writes(entry, txn, &mut writes);
+        reads.extend(entry.reads.iter().map(|&access| Operation::new(access, txn, Detail::Read)));
+        report.reads += entry.reads.len();
+        report.writes += entry.writes.len();
+        report.inserts += entry.inserts.len();
+        report.deletes += entry.deletes.len();
+        for (scan, position) in entry.scans.iter().zip(0..) {
+            let index = u32::try_from(scans.len()).expect("at most u32::MAX scans");
+            scans.push((txn, position));
+            reads.extend(scan.rows.iter().map(|&(key, version)| Operation {
+                table: scan.table,
+                key,
+                version,
+                txn,
+                detail: Detail::ScanRow(index),
+            }));
+            report.scanned_rows += scan.rows.len();
+        }
     }
+    report.scans = scans.len();
     assert_within_limits(entries.len(), writes.len() + reads.len());
     let order = VersionOrder::sort(writes, entries)?;
+    let keys = KeyIndex::build(&order.writes);
+    let mut listed = Vec::new();
+    for (index, &(txn, position)) in (0u32..).zip(&scans) {
+        let scan = &entries[txn as usize].scans[position as usize];
+        listed.clear();
+        listed.extend(scan.rows.iter().map(|&(key, _)| key));
+        listed.sort_unstable();
+        for written in keys.range(scan.table, scan.low, scan.high) {
+            if listed.binary_search(&written.key).is_ok() {
+                continue;
+            }
+            match written.absent_versions {
+                0 => {
+                    return Err(Violation::MissedRow {
+                        id: entries[txn as usize].id,
+                        table: scan.table,
+                        key: written.key,
+                        low: scan.low,
+                        high: scan.high,
+                    });
+                }
+                1 => {
+                    reads.push(Operation {
+                        table: written.table,
+                        key: written.key,
+                        version: written.sole_absent_version,
+                        txn,
+                        detail: Detail::ScanAbsent(index),
+                    });
+                    report.scanned_absences += 1;
+                }
+                _ => report.ambiguous_absences += 1,
+            }
+        }
+    }
+    assert_within_limits(entries.len(), order.writes.len() + reads.len());
     reads.sort_unstable();
     let graph = DependencyGraph::build(entries.len(), &order, &reads).map_err(|unwritten| {
         let read = reads[unwritten.0];
-        Violation::PhantomRead { id: entries[read.txn as usize].id, key: read.key, version: read.version }
+        Violation::PhantomRead {
+            id: entries[read.txn as usize].id,
+            table: read.table,
+            key: read.key,
+            version: read.version,
+        }
     })?;
     if let Some(cycle) = graph.find_cycle() {
         let id = |txn: u32| entries[txn as usize].id;
+        let scan_of = |index: u32| -> &Scan {
+            let (txn, position) = scans[index as usize];
+            &entries[txn as usize].scans[position as usize]
+        };
         let transactions = cycle
             .iter()
-            .map(|edge| CycleStep { from: id(edge.from), kind: edge.kind, key: edge.key, to: id(edge.to) })
+            .map(|edge| CycleStep {
+                from: id(edge.from),
+                kind: edge.kind,
+                table: edge.via.table,
+                key: edge.via.key,
+                phantom: match edge.via.detail {
+                    Detail::ScanAbsent(index) => {
+                        let scan = scan_of(index);
+                        Some(ScanRange { low: scan.low, high: scan.high })
+                    }
+                    _ => None,
+                },
+                to: id(edge.to),
+            })
             .collect();
         return Err(Violation::Cycle { transactions });
     }
-    Ok(CheckReport {
-        transactions: entries.len(),
-        reads: reads.len(),
-        writes: order.writes.len(),
-        write_write_edges: graph.edge_count(DependencyKind::WriteWrite),
-        write_read_edges: graph.edge_count(DependencyKind::WriteRead),
-        read_write_edges: graph.edge_count(DependencyKind::ReadWrite),
-    })
+    report.write_write_edges = graph.edge_count(DependencyKind::WriteWrite);
+    report.write_read_edges = graph.edge_count(DependencyKind::WriteRead);
+    report.read_write_edges = graph.edge_count(DependencyKind::ReadWrite);
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -110,6 +214,7 @@ mod tests {
                 write_write_edges: 1,
                 write_read_edges: 1,
                 read_write_edges: 1,
+                ..CheckReport::default()
             }
         );
     }

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use crate::entry::TableId;
+
 #[derive(Debug, Error)]
 pub enum HistoryError {
     #[error("cannot open history file {}", .path.display())]
@@ -21,8 +23,9 @@ pub enum HistoryError {
     #[error("line {line}: {reason}")]
     Malformed { line: usize, reason: String },
     #[error(
-        "line {line}: transaction {id} writes key {key} twice (versions {first_version} and \
-         {second_version}); a transaction installs at most one version of each key"
+        "line {line}: transaction {id} writes {} twice (versions {first_version} and \
+         {second_version}); a transaction installs at most one version of each key",
+        crate::violation::key_name(*.table, *.key)
     )]
-    KeyWrittenTwice { line: usize, id: u64, key: u64, first_version: u64, second_version: u64 },
+    KeyWrittenTwice { line: usize, id: u64, table: TableId, key: u64, first_version: u64, second_version: u64 },
 }

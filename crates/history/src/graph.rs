@@ -2,7 +2,9 @@
 //! it is found.
 //!
 //! One vertex per committed transaction. Edges come from two sorted tables, the writes
-//! ([`VersionOrder`]) and the reads, both ordered by `(key, version)`, walked side by side:
+//! ([`VersionOrder`]) and the reads, both ordered by `(table, key, version)`, walked side by
+//! side. A read here is a point read, a row a scan listed, or a key a scan saw absent (read at
+//! its absent version, so that the rw edge out of it is the phantom anti-dependency):
 //!
 //! ```text
 //!  ww  writer of version v        -> writer of the next version of the key
@@ -44,13 +46,14 @@ pub(crate) struct DependencyGraph<'h> {
     counts: [usize; 3],
 }
 
-/// One edge of a cycle: source, kind and key; the target is the next edge's source.
+/// One edge of a cycle: source, kind and the operation that justifies it (a write for ww, a
+/// read for wr and rw); the target is the next edge's source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Edge {
     pub from: TxnIndex,
     pub to: TxnIndex,
     pub kind: DependencyKind,
-    pub key: u64,
+    pub via: Operation,
 }
 
 fn kind_index(kind: DependencyKind) -> usize {
@@ -67,7 +70,7 @@ const FINISHED: u8 = 2;
 
 impl<'h> DependencyGraph<'h> {
     /// Builds the graph of `transactions` vertices from the version order and the reads sorted
-    /// by `(key, version, txn)`, or names the first read of a version nobody wrote.
+    /// by `(table, key, version, txn)`, or names the first read of a version nobody wrote.
     pub fn build(transactions: usize, order: &'h VersionOrder, reads: &'h [Operation]) -> Result<Self, UnwrittenRead> {
         let mut graph = DependencyGraph {
             writes: &order.writes,
@@ -123,11 +126,11 @@ impl<'h> DependencyGraph<'h> {
     fn edge(&self, from: TxnIndex, slot: usize) -> Edge {
         let via = self.via[slot];
         let kind = classify(self.writes, self.reads, from, via);
-        let key = match kind {
-            DependencyKind::WriteWrite => self.writes[via as usize].key,
-            DependencyKind::WriteRead | DependencyKind::ReadWrite => self.reads[via as usize - self.writes.len()].key,
+        let via = match kind {
+            DependencyKind::WriteWrite => self.writes[via as usize],
+            DependencyKind::WriteRead | DependencyKind::ReadWrite => self.reads[via as usize - self.writes.len()],
         };
-        Edge { from, to: self.targets[slot], kind, key }
+        Edge { from, to: self.targets[slot], kind, via }
     }
 
     /// One shortest cycle through some vertex that lies on a cycle, or `None` if the graph is
@@ -207,15 +210,15 @@ fn classify(writes: &[Operation], reads: &[Operation], from: TxnIndex, via: u32)
 }
 
 /// Calls `emit(from, to, via)` for every dependency, in a fixed order; stops at the first read
-/// of an unwritten version. `writes` sorted by `(key, version)` with every version written
-/// once, `reads` sorted by `(key, version, txn)`.
+/// of an unwritten version. `writes` sorted by `(table, key, version)` with every version
+/// written once, `reads` sorted by `(table, key, version, txn)`.
 fn for_each_dependency(
     writes: &[Operation],
     reads: &[Operation],
     mut emit: impl FnMut(TxnIndex, TxnIndex, u32),
 ) -> Result<(), UnwrittenRead> {
     for (later, pair) in (1..).zip(writes.windows(2)) {
-        if pair[0].key == pair[1].key {
+        if pair[0].row() == pair[1].row() {
             debug_assert!(pair[0].version < pair[1].version && pair[0].txn != pair[1].txn);
             emit(pair[0].txn, pair[1].txn, later);
         }
@@ -225,10 +228,10 @@ fn for_each_dependency(
     // First write at or after the current read's (key, version); only moves forward.
     let mut at = 0;
     for (position, read) in reads.iter().enumerate() {
-        while writes.get(at).is_some_and(|write| (write.key, write.version) < (read.key, read.version)) {
+        while writes.get(at).is_some_and(|write| (write.row(), write.version) < (read.row(), read.version)) {
             at += 1;
         }
-        let same_key = |index: usize| writes.get(index).filter(|write| write.key == read.key);
+        let same_key = |index: usize| writes.get(index).filter(|write| write.row() == read.row());
         let (writer, next) = if read.version == 0 {
             (None, same_key(at))
         } else {

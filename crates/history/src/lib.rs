@@ -10,14 +10,29 @@
 //! JSON lines, one committed transaction per line ([`HistoryEntry`]):
 //!
 //! ```text
-//! {"id": 7, "reads": [[5, 3], [9, 0]], "writes": [[5, 12]], "ts": 12}
+//! {"id": 7, "reads": [[5, 3], [2, 9, 0]], "writes": [[5, 12]], "inserts": [[2, 9, 4]],
+//!  "deletes": [[2, 8, 5]], "scans": [{"table": 2, "low": 0, "high": 100, "rows": [[3, 2], [9, 4]]}],
+//!  "ts": 12}
 //! ```
 //!
-//! `reads` and `writes` are `[key, version]` pairs. Version 0 of every key is the initially
-//! loaded value, which no transaction writes; for one key, a later version has a larger number.
-//! `ts` (the commit timestamp) is optional and written only by engines that have one. Aborted
-//! transactions never appear. [`HistoryWriter`] appends entries; [`read_history`] parses them
-//! back and names the line of anything malformed.
+//! (one line in the file). An access is `[key, version]` on table 0 or `[table, key, version]`
+//! ([`Access`]); a key is the pair `(table, key)`. `writes` installed a version over a present
+//! row (in histories from before inserts and deletes, any write), `inserts` made an absent key
+//! present, `deletes` made a present key absent (their version is a tombstone). A scan
+//! ([`Scan`]) names its table, the key range `low..=high` it covered (up to where it stopped,
+//! for a scan cut short by a limit) and every `(key, version)` it saw there; it may list the
+//! tombstones it passed. A point read of an absent key is a read of the tombstone version the
+//! engine saw, or a scan with `low == high == key` and no rows.
+//!
+//! Version 0 of every key is its initial state, which no transaction writes: present if the
+//! key was loaded, absent otherwise (the checker infers which: absent when the key's first
+//! write is an insert). For one key, a later version has a larger number. `ts` (the commit
+//! timestamp) is optional and written only by engines that have one. `inserts`, `deletes`,
+//! `scans` and `ts` are left out when empty, so a history of point reads and updates on one
+//! table is written exactly as before they existed, and every such old history still reads and
+//! checks the same. Unknown fields are rejected. Aborted transactions never appear.
+//! [`HistoryWriter`] appends entries; [`read_history`] parses them back and names the line of
+//! anything malformed.
 //!
 //! ## The checker
 //!
@@ -35,6 +50,14 @@
 //!  wr  T1 -> T5              writer of a version -> every other reader of it
 //!  rw  T5 -> T2              reader of a version -> writer of the next version
 //! ```
+//!
+//! A scan reads every row it lists. A written key of its range that it does not list was seen
+//! absent, that is, it read one of the key's absent versions (version 0 when initially absent,
+//! each delete). With exactly one such version the scan gets the edges of a read of it, and the
+//! rw edge to the next writer is the phantom anti-dependency: a scan racing an insert into its
+//! range shows up as a cycle. With none, the scan missed a row that always existed
+//! ([`Violation::MissedRow`]); with several, the history does not say which one it saw, so no
+//! edge is added and the case is counted in [`CheckReport::ambiguous_absences`].
 //!
 //! The history is conflict-serializable exactly when this graph is acyclic. [`check`] builds
 //! it by sorting (`O(N log N)` in the number of operations, no per-operation hashing) and
@@ -70,9 +93,9 @@ mod violation;
 mod writer;
 
 pub use check::{CheckReport, check};
-pub use entry::HistoryEntry;
+pub use entry::{Access, HistoryEntry, Scan, TableId, WriteEffect};
 pub use error::HistoryError;
 pub use reader::{read_history, read_history_file};
 pub use timestamp::check_timestamp_order;
-pub use violation::{CycleStep, DependencyKind, Violation};
+pub use violation::{CycleStep, DependencyKind, ScanRange, Violation};
 pub use writer::HistoryWriter;

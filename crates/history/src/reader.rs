@@ -1,10 +1,10 @@
-//! Reading a history back: one [`HistoryEntry`] per non-blank line (a UTF-8 byte-order mark
-//! before the first line is skipped).
+//! Reading a history back: one [`HistoryEntry`] per non-blank line.
 //!
 //! Every problem names its line (1-based) and, where it can, the field and column: bad JSON,
 //! a missing or unknown field, a value of the wrong type, trailing characters after the
 //! object, and a transaction that writes the same key twice. Reading a key twice is allowed
-//! here (the checker decides whether the two reads are consistent).
+//! here (the checker decides whether the two reads are consistent). A UTF-8 byte-order mark at
+//! the very start of the input (as some Windows editors write) is skipped.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -12,6 +12,9 @@ use std::path::Path;
 
 use crate::entry::HistoryEntry;
 use crate::error::HistoryError;
+
+/// The UTF-8 encoding of U+FEFF, accepted once at the start of a history.
+const BYTE_ORDER_MARK: char = '\u{feff}';
 
 /// Parses a JSON-lines history, skipping blank lines.
 pub fn read_history<R: BufRead>(mut reader: R) -> Result<Vec<HistoryEntry>, HistoryError> {
@@ -26,15 +29,16 @@ pub fn read_history<R: BufRead>(mut reader: R) -> Result<Vec<HistoryEntry>, Hist
             return Ok(entries);
         }
         // A byte-order mark (as some editors and Windows tools write) may open the file.
-        let text = if line_number == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        let text = if line_number == 1 { line.strip_prefix(BYTE_ORDER_MARK).unwrap_or(&line) } else { &line };
         if text.trim().is_empty() {
             continue;
         }
         let entry = parse_line(text).map_err(|reason| HistoryError::Malformed { line: line_number, reason })?;
-        if let Some((key, first_version, second_version)) = entry.key_written_twice() {
+        if let Some((table, key, first_version, second_version)) = entry.key_written_twice() {
             return Err(HistoryError::KeyWrittenTwice {
                 line: line_number,
                 id: entry.id,
+                table,
                 key,
                 first_version,
                 second_version,
@@ -56,7 +60,7 @@ fn parse_line(line: &str) -> Result<HistoryEntry, String> {
     // serde would also accept the fields as a bare array; the format is objects only.
     if !line.trim_start().starts_with('{') {
         return Err(
-            r#"expected a JSON object {"id": n, "reads": [[key, version], ..], "writes": [[key, version], ..]}"#
+            r#"expected a JSON object {"id": n, "reads": [[key, version], ..], "writes": [[key, version], ..], ..}"#
                 .to_owned(),
         );
     }
@@ -118,9 +122,22 @@ mod tests {
             ("{\"id\":-1,\"reads\":[],\"writes\":[]}", "line 1: id: invalid value: integer `-1`"),
             (
                 "{\"id\":1,\"reads\":[],\"writes\":[],\"tss\":3}",
-                "line 1: tss: unknown field `tss`, expected one of `id`, `reads`, `writes`, `ts`",
+                "line 1: tss: unknown field `tss`, expected one of `id`, `reads`, `writes`, `inserts`, `deletes`, `scans`, `ts`",
             ),
             ("{\"id\":1,\"reads\":[[1]],\"writes\":[]}", "line 1: reads[0]: invalid length 1"),
+            ("{\"id\":1,\"reads\":[[1,2,3,4]],\"writes\":[]}", "line 1: reads[0]: invalid length 4"),
+            (
+                "{\"id\":1,\"reads\":[[70000,2,3]],\"writes\":[]}",
+                "line 1: reads[0]: invalid value: integer `70000`, expected a table number",
+            ),
+            (
+                "{\"id\":1,\"reads\":[],\"writes\":[],\"scans\":[{\"low\":1,\"high\":2}]}",
+                "line 1: scans[0]: missing field `rows`",
+            ),
+            (
+                "{\"id\":1,\"reads\":[],\"writes\":[],\"scans\":[{\"low\":1,\"high\":2,\"rows\":[],\"limit\":3}]}",
+                "line 1: scans[0].limit: unknown field `limit`",
+            ),
             ("[1, [], []]", "line 1: expected a JSON object {\"id\": n,"),
             ("hello", "line 1: expected a JSON object"),
         ];
@@ -138,6 +155,36 @@ mod tests {
         assert_eq!(
             error_of(written_twice),
             "line 2: transaction 4 writes key 1 twice (versions 5 and 6); a transaction installs at most one version of each key"
+        );
+    }
+
+    #[test]
+    fn accepts_a_byte_order_mark_at_the_start_only() {
+        let with_mark =
+            "\u{feff}{\"id\":1,\"reads\":[],\"writes\":[[3,1]]}\n{\"id\":2,\"reads\":[[3,1]],\"writes\":[]}\n";
+        assert_eq!(read_history(with_mark.as_bytes()).unwrap().len(), 2);
+        let mark_alone = "\u{feff}\n{\"id\":2,\"reads\":[],\"writes\":[]}\n";
+        assert_eq!(read_history(mark_alone.as_bytes()).unwrap().len(), 1);
+        let later_mark = "{\"id\":1,\"reads\":[],\"writes\":[]}\n\u{feff}{\"id\":2,\"reads\":[],\"writes\":[]}\n";
+        assert!(error_of(later_mark).starts_with("line 2: expected a JSON object"));
+    }
+
+    #[test]
+    fn reads_tables_inserts_deletes_and_scans() {
+        let text = "{\"id\":1,\"reads\":[[2,9,0]],\"writes\":[],\"inserts\":[[2,9,4]],\"scans\":[{\"table\":2,\"low\":0,\"high\":9,\"rows\":[]}]}\n\
+                    {\"id\":2,\"reads\":[],\"writes\":[],\"deletes\":[[2,9,5]],\"scans\":[{\"low\":0,\"high\":9,\"rows\":[[1,0]]}]}";
+        let entries = read_history(text.as_bytes()).unwrap();
+        assert_eq!(
+            entries,
+            vec![
+                HistoryEntry::new(1, vec![], vec![]).read(2, 9, 0).insert(2, 9, 4).scan(2, 0, 9, &[]),
+                HistoryEntry::new(2, vec![], vec![]).delete(2, 9, 5).scan(0, 0, 9, &[(1, 0)]),
+            ]
+        );
+        let inserted_and_deleted = "{\"id\":4,\"reads\":[],\"writes\":[],\"inserts\":[[3,1,5]],\"deletes\":[[3,1,6]]}";
+        assert_eq!(
+            error_of(inserted_and_deleted),
+            "line 1: transaction 4 writes key 1 of table 3 twice (versions 5 and 6); a transaction installs at most one version of each key"
         );
     }
 

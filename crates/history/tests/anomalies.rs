@@ -16,7 +16,7 @@ fn txn(id: u64, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> HistoryEntry {
 }
 
 fn step(from: u64, kind: DependencyKind, key: u64, to: u64) -> CycleStep {
-    CycleStep { from, kind, key, to }
+    CycleStep::on_key(from, kind, key, to)
 }
 
 /// The cycle of `entries`, checked to be real, as a set of steps (its rotation is free).
@@ -46,7 +46,7 @@ fn lost_update_with_two_versions_is_a_cycle() {
 fn lost_update_installing_one_version_twice_is_a_duplicate_version() {
     let history = [txn(1, &[(X, 0)], &[(X, 1)]), txn(2, &[(X, 0)], &[(X, 1)])];
     let violation = check(&history).unwrap_err();
-    assert_eq!(violation, Violation::DuplicateVersion { key: X, version: 1, first_id: 1, second_id: 2 });
+    assert_eq!(violation, Violation::DuplicateVersion { table: 0, key: X, version: 1, first_id: 1, second_id: 2 });
     assert_eq!(
         violation.to_string(),
         "version 1 of key 1 was installed by both T1 and T2; two committed writers of one version \
@@ -83,26 +83,29 @@ fn read_of_an_unwritten_version_is_a_phantom_read() {
     // T2 saw version 2 of x, written by a transaction that aborted (it is not in the history).
     let history = [txn(1, &[], &[(X, 1)]), txn(2, &[(X, 2)], &[])];
     let violation = check(&history).unwrap_err();
-    assert_eq!(violation, Violation::PhantomRead { id: 2, key: X, version: 2 });
+    assert_eq!(violation, Violation::PhantomRead { id: 2, table: 0, key: X, version: 2 });
     assert!(violation.to_string().starts_with("T2 read version 2 of key 1, which no committed transaction wrote"));
 }
 
 #[test]
 fn a_version_written_twice_is_rejected_even_without_reads() {
     let history = [txn(5, &[], &[(Y, 3)]), txn(1, &[], &[(X, 1)]), txn(9, &[], &[(Y, 3), (X, 4)])];
-    assert_eq!(check(&history), Err(Violation::DuplicateVersion { key: Y, version: 3, first_id: 5, second_id: 9 }));
+    assert_eq!(
+        check(&history),
+        Err(Violation::DuplicateVersion { table: 0, key: Y, version: 3, first_id: 5, second_id: 9 })
+    );
 }
 
 #[test]
 fn malformed_version_orders_are_rejected() {
-    assert_eq!(check(&[txn(3, &[], &[(X, 0)])]), Err(Violation::InitialVersionWritten { id: 3, key: X }));
+    assert_eq!(check(&[txn(3, &[], &[(X, 0)])]), Err(Violation::InitialVersionWritten { id: 3, table: 0, key: X }));
     assert_eq!(
         check(&[txn(3, &[], &[]), txn(3, &[], &[])]),
         Err(Violation::DuplicateTransaction { id: 3, first_position: 0, second_position: 1 })
     );
     assert_eq!(
         check(&[txn(3, &[], &[(X, 1), (X, 2)])]),
-        Err(Violation::KeyWrittenTwice { id: 3, key: X, first_version: 1, second_version: 2 })
+        Err(Violation::KeyWrittenTwice { id: 3, table: 0, key: X, first_version: 1, second_version: 2 })
     );
 }
 
@@ -115,7 +118,7 @@ fn serializable_but_not_in_timestamp_order() {
     let violation = check_timestamp_order(&history).unwrap_err();
     assert_eq!(
         violation,
-        Violation::StaleRead { id: 1, ts: 2, key: X, version: 0, latest_version: 1, latest_writer: 2 }
+        Violation::StaleRead { id: 1, ts: 2, table: 0, key: X, version: 0, latest_version: 1, latest_writer: 2 }
     );
     assert_eq!(
         violation.to_string(),

@@ -5,16 +5,39 @@ mod support;
 
 use std::io::Write;
 
-use ordo_history::{HistoryEntry, HistoryError, HistoryWriter, check, read_history, read_history_file};
+use ordo_history::{Access, HistoryEntry, HistoryError, HistoryWriter, Scan, check, read_history, read_history_file};
 use proptest::prelude::*;
 
+fn access_strategy() -> impl Strategy<Value = Access> {
+    (prop_oneof![Just(0u16), any::<u16>()], any::<u64>(), any::<u64>())
+        .prop_map(|(table, key, version)| Access::in_table(table, key, version))
+}
+
+fn scan_strategy() -> impl Strategy<Value = Scan> {
+    (any::<u16>(), any::<u64>(), any::<u64>(), proptest::collection::vec((any::<u64>(), any::<u64>()), 0..4))
+        .prop_map(|(table, low, high, rows)| Scan { table, low, high, rows })
+}
+
 fn entry_strategy() -> impl Strategy<Value = HistoryEntry> {
-    let pairs = || proptest::collection::vec((any::<u64>(), any::<u64>()), 0..5);
-    (any::<u64>(), pairs(), pairs(), proptest::option::of(any::<u64>())).prop_map(|(id, reads, mut writes, ts)| {
-        writes.sort_unstable();
-        writes.dedup_by_key(|&mut (key, _)| key);
-        HistoryEntry { id, reads, writes, ts }
-    })
+    let accesses = || proptest::collection::vec(access_strategy(), 0..5);
+    (
+        any::<u64>(),
+        accesses(),
+        accesses(),
+        accesses(),
+        accesses(),
+        proptest::collection::vec(scan_strategy(), 0..3),
+        proptest::option::of(any::<u64>()),
+    )
+        .prop_map(|(id, reads, writes, inserts, deletes, scans, ts)| {
+            let mut entry = HistoryEntry { id, reads, writes, inserts, deletes, scans, ts };
+            // A transaction writes each key once, whatever the effect.
+            let mut seen = std::collections::BTreeSet::new();
+            for list in [&mut entry.writes, &mut entry.inserts, &mut entry.deletes] {
+                list.retain(|access| seen.insert((access.table, access.key)));
+            }
+            entry
+        })
 }
 
 proptest! {
@@ -58,6 +81,23 @@ fn the_line_format_is_exact() {
         text,
         "{\"id\":3,\"reads\":[[1,0]],\"writes\":[[1,7]]}\n{\"id\":4,\"reads\":[],\"writes\":[[2,8]],\"ts\":8}\n"
     );
+}
+
+#[test]
+fn old_format_lines_are_written_byte_for_byte_as_before() {
+    let old = "{\"id\":3,\"reads\":[[1,0],[2,5]],\"writes\":[[1,7]],\"ts\":7}\n";
+    let entries = read_history(old.as_bytes()).unwrap();
+    let mut writer = HistoryWriter::new(Vec::new());
+    writer.append(&entries[0]).unwrap();
+    assert_eq!(String::from_utf8(writer.finish().unwrap()).unwrap(), old);
+}
+
+#[test]
+fn a_file_starting_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.jsonl");
+    std::fs::write(&path, "\u{feff}{\"id\":1,\"reads\":[],\"writes\":[[1,1]]}\n").unwrap();
+    assert_eq!(read_history_file(&path).unwrap(), vec![HistoryEntry::new(1, vec![], vec![(1, 1)])]);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod support;
 
-use ordo_history::{CycleStep, DependencyKind, HistoryEntry, Violation, check, check_timestamp_order};
+use ordo_history::{Access, CycleStep, DependencyKind, HistoryEntry, Violation, check, check_timestamp_order};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use support::{SerialConfig, assert_cycle_is_real, serial_history, serializable_by_brute_force, shuffled};
@@ -47,15 +47,15 @@ proptest! {
         let mut entries = serial_history(seed, &config);
         let (reader, key, stale_version, overwriter) = stale_read_candidate(&entries, choice);
         let reader_id = entries[reader].id;
-        entries[reader].reads.retain(|&(read_key, _)| read_key != key);
-        entries[reader].reads.push((key, stale_version));
+        entries[reader].reads.retain(|access| access.key != key);
+        entries[reader].reads.push(Access::new(key, stale_version));
         let overwriter_id = entries[overwriter].id;
         let entries = shuffled(entries, seed);
 
         match check(&entries) {
             Err(Violation::Cycle { transactions }) => {
                 assert_cycle_is_real(&entries, &transactions);
-                let expected = CycleStep { from: reader_id, kind: DependencyKind::ReadWrite, key, to: overwriter_id };
+                let expected = CycleStep::on_key(reader_id, DependencyKind::ReadWrite, key, overwriter_id);
                 prop_assert!(transactions.contains(&expected), "seed {}: {:?} lacks {:?}", seed, transactions, expected);
             }
             other => prop_assert!(false, "seed {}: expected a cycle, got {:?}", seed, other),
@@ -79,7 +79,7 @@ proptest! {
             let list = if edit_read { &mut entry.reads } else { &mut entry.writes };
             if !list.is_empty() {
                 let at = operation.index(list.len());
-                list[at].1 = version;
+                list[at].version = version;
             }
         }
         let written_twice = entries.iter().any(|entry| entry.key_written_twice().is_some());
@@ -106,8 +106,8 @@ fn stale_read_candidate(entries: &[HistoryEntry], choice: Index) -> (usize, u64,
     // key -> [(version, position)] in serial (= version) order.
     let mut writers: std::collections::BTreeMap<u64, Vec<(u64, usize)>> = std::collections::BTreeMap::new();
     for (position, entry) in entries.iter().enumerate() {
-        for &(key, version) in &entry.writes {
-            writers.entry(key).or_default().push((version, position));
+        for access in &entry.writes {
+            writers.entry(access.key).or_default().push((access.version, position));
         }
     }
     let mut candidates = Vec::new();

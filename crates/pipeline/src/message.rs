@@ -178,11 +178,7 @@ impl CommitRecord {
     /// The record in the history format every engine shares: writes carry the commit
     /// timestamp as their version.
     pub fn history_entry(&self) -> ordo_history::HistoryEntry {
-        ordo_history::HistoryEntry {
-            id: self.id,
-            reads: self.reads.clone(),
-            writes: self.writes.iter().map(|&(key, _)| (key, self.ts)).collect(),
-            ts: Some(self.ts),
-        }
+        let writes = self.writes.iter().map(|&(key, _)| (key, self.ts)).collect();
+        ordo_history::HistoryEntry::new(self.id, self.reads.clone(), writes).with_ts(self.ts)
     }
 }
