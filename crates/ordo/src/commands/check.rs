@@ -113,6 +113,17 @@ pub fn run(args: &CheckArgs) -> Result<()> {
         return Ok(());
     }
     let timestamps = if args.timestamps { " Commit-timestamp order is a valid serial order." } else { "" };
+    if report.inserts + report.deletes + report.scans > 0 {
+        println!(
+            "{} inserts, {} deletes; {} scans saw {} rows and {} absent keys ({} absences ambiguous, given no edge)",
+            report.inserts,
+            report.deletes,
+            report.scans,
+            report.scanned_rows,
+            report.scanned_absences,
+            report.ambiguous_absences
+        );
+    }
     println!(
         "serializable: {} transactions, {} operations ({} reads, {} writes); the dependency graph has {} edges \
          ({} ww, {} wr, {} rw) and no cycle.{timestamps}",
