@@ -77,47 +77,87 @@ pub fn run(
     progress: impl FnMut(f64, u64),
 ) -> Result<RunReport, ConfigError> {
     config.validate()?;
-    let threads = config.effective_threads();
-    let started = Instant::now();
-    let w = workload.as_ref();
-    let (payload, versions) = (config.payload_bytes, config.versions);
+    let store = StoreParams {
+        workload: workload.as_ref(),
+        payload_bytes: config.payload_bytes,
+        versions: config.versions,
+        load_threads: config.effective_threads(),
+    };
+    let run = Run { loading_started: Instant::now(), config, workload, spec, progress };
     Ok(match config.protocol {
-        ProtocolKind::Silo => drive(Silo::new(w, payload, threads), started, config, workload, spec, progress),
-        ProtocolKind::TicToc => drive(TicToc::new(w, payload, threads), started, config, workload, spec, progress),
-        ProtocolKind::NoWait => drive(
-            TwoPhaseLocking::new(w, payload, threads, Deadlock::NoWait),
-            started,
-            config,
-            workload,
-            spec,
-            progress,
-        ),
-        ProtocolKind::WaitDie => drive(
-            TwoPhaseLocking::new(w, payload, threads, Deadlock::WaitDie),
-            started,
-            config,
-            workload,
-            spec,
-            progress,
-        ),
-        ProtocolKind::MvccSi => drive(
-            Mvcc::new(w, payload, threads, versions, Isolation::Snapshot),
-            started,
-            config,
-            workload,
-            spec,
-            progress,
-        ),
-        ProtocolKind::Ssi => drive(
-            Mvcc::new(w, payload, threads, versions, Isolation::SerialSafetyNet),
-            started,
-            config,
-            workload,
-            spec,
-            progress,
-        ),
-        ProtocolKind::Serial => drive(Serial::new(w, payload, 1), started, config, workload, spec, progress),
+        ProtocolKind::Silo => run.drive(store.silo()),
+        ProtocolKind::TicToc => run.drive(store.tictoc()),
+        ProtocolKind::NoWait => run.drive(store.two_phase(Deadlock::NoWait)),
+        ProtocolKind::WaitDie => run.drive(store.two_phase(Deadlock::WaitDie)),
+        ProtocolKind::MvccSi => run.drive(store.mvcc(Isolation::Snapshot)),
+        ProtocolKind::Ssi => run.drive(store.mvcc(Isolation::SerialSafetyNet)),
+        ProtocolKind::Serial => run.drive(store.serial()),
     })
+}
+
+/// What every protocol's store is built from: the workload's initial values, the inline
+/// payload, the MVCC ring depth, and how many threads load it.
+#[derive(Clone, Copy)]
+pub struct StoreParams<'a> {
+    pub workload: &'a dyn Workload,
+    pub payload_bytes: usize,
+    pub versions: usize,
+    pub load_threads: usize,
+}
+
+impl std::fmt::Debug for StoreParams<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreParams")
+            .field("workload", &self.workload.name())
+            .field("payload_bytes", &self.payload_bytes)
+            .field("versions", &self.versions)
+            .field("load_threads", &self.load_threads)
+            .finish()
+    }
+}
+
+impl StoreParams<'_> {
+    #[must_use]
+    pub fn silo(self) -> Silo {
+        Silo::new(self.workload, self.payload_bytes, self.load_threads)
+    }
+
+    #[must_use]
+    pub fn tictoc(self) -> TicToc {
+        TicToc::new(self.workload, self.payload_bytes, self.load_threads)
+    }
+
+    #[must_use]
+    pub fn two_phase(self, deadlock: Deadlock) -> TwoPhaseLocking {
+        TwoPhaseLocking::new(self.workload, self.payload_bytes, self.load_threads, deadlock)
+    }
+
+    #[must_use]
+    pub fn mvcc(self, isolation: Isolation) -> Mvcc {
+        Mvcc::new(self.workload, self.payload_bytes, self.load_threads, self.versions, isolation)
+    }
+
+    /// Serial runs one thread, so it loads on one.
+    #[must_use]
+    pub fn serial(self) -> Serial {
+        Serial::new(self.workload, self.payload_bytes, 1)
+    }
+}
+
+/// A run's arguments, independent of the protocol: [`Run::drive`] is the one generic entry.
+struct Run<'a, F> {
+    /// When loading the store began (the protocol is built before `drive` is called).
+    loading_started: Instant,
+    config: &'a EngineConfig,
+    workload: &'a Arc<dyn Workload>,
+    spec: &'a RunSpec,
+    progress: F,
+}
+
+impl<F: FnMut(f64, u64)> Run<'_, F> {
+    fn drive<P: Protocol>(self, protocol: P) -> RunReport {
+        drive(protocol, self.loading_started, self.config, self.workload, self.spec, self.progress)
+    }
 }
 
 /// Everything a worker shares with the others.

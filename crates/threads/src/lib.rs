@@ -24,6 +24,8 @@
 //!   access.
 //! * [`protocol`]: the [`Protocol`] interface (`begin`, `read`, `write`, `commit`, `abort`)
 //!   and the per-worker pieces every protocol shares (write buffer, history recording).
+//! * [`kit`]: the lock-word moves the protocols share (seqlock read, sorted write locking,
+//!   prefix unlock), written once.
 //! * [`silo`]: Silo OCC with TID words, sorted write locking, read validation and epochs.
 //! * [`tictoc`]: TicToc, data-driven commit timestamps from `wts`/`rts` intervals.
 //! * [`two_phase`]: 2PL with `no_wait` or `wait_die` deadlock avoidance.
@@ -46,6 +48,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod kit;
 pub mod mvcc;
 pub mod protocol;
 pub mod serial;

@@ -49,13 +49,13 @@ use ordo_history::HistoryEntry;
 use ordo_workload::{Key, Value, Workload};
 use parking_lot::Mutex;
 
+use crate::kit::{self, LOCK};
 use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
 use crate::store::{LINE_WORDS, Line, allocate_lines, parallel_for, payload_word, payload_words, prefetch};
 
 /// Versions kept per record unless configured otherwise.
 pub const VERSIONS_DEFAULT: usize = 4;
 
-const LOCK: u64 = 1 << 63;
 const INFINITY: u64 = u64::MAX;
 
 const CSTAMP: usize = 0;
@@ -158,36 +158,25 @@ impl Mvcc {
     }
 
     fn unlock_prefix(&self, worker: &mut MvccWorker) {
-        for &(key, _) in &worker.writes.entries[..worker.locked] {
-            let head = self.head(key);
-            head.store(head.load(Ordering::Relaxed) & !LOCK, Ordering::Release);
-        }
-        worker.locked = 0;
+        kit::unlock_prefix(&worker.writes, &mut worker.locked, |key| self.head(key));
     }
 
     /// Locks the write set in key order and applies first-committer-wins.
     fn lock_writes(&self, worker: &mut MvccWorker) -> Result<(), Abort> {
-        worker.writes.sort();
-        for i in 0..worker.writes.entries.len() {
-            let head = self.head(worker.writes.entries[i].0);
-            let mut spin = Spin::default();
-            let installed = loop {
-                let current = head.load(Ordering::Relaxed);
-                if current & LOCK == 0
-                    && head.compare_exchange_weak(current, current | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-                {
-                    break current;
+        let snapshot = worker.snapshot;
+        kit::lock_sorted(
+            &mut worker.writes,
+            &mut worker.locked,
+            |key| self.head(key),
+            |key, installed| {
+                let newest = (installed - 1) % self.versions;
+                if self.field(key, newest, CSTAMP).load(Ordering::Relaxed) > snapshot {
+                    Err(Abort::CONFLICT)
+                } else {
+                    Ok(())
                 }
-                spin.wait();
-            };
-            worker.locked = i + 1;
-            let newest = (installed - 1) % self.versions;
-            if self.field(worker.writes.entries[i].0, newest, CSTAMP).load(Ordering::Relaxed) > worker.snapshot {
-                self.unlock_prefix(worker);
-                return Err(Abort::CONFLICT);
-            }
-        }
-        Ok(())
+            },
+        )
     }
 
     /// SSN's exclusion-window test; returns `π(T)` when `T` may commit with stamp `cstamp`.

@@ -27,13 +27,13 @@ use std::time::Duration;
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, Value, Workload};
 
-use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
+use crate::kit::{self, LOCK};
+use crate::protocol::{Abort, Protocol, Recording, WriteSet};
 use crate::store::Table;
 
 /// How often the global epoch advances (Silo's 40 ms).
 pub const EPOCH_MS: u64 = 40;
 
-const LOCK: u64 = 1 << 63;
 const LATEST: u64 = 1 << 62;
 const TID_MASK: u64 = LATEST - 1;
 const EPOCH_SHIFT: u32 = 32;
@@ -104,11 +104,7 @@ impl Silo {
     }
 
     fn unlock_prefix(&self, worker: &mut SiloWorker) {
-        for &(key, _) in &worker.writes.entries[..worker.locked] {
-            let meta = self.table.meta(key);
-            meta.store(meta.load(Ordering::Relaxed) & !LOCK, Ordering::Release);
-        }
-        worker.locked = 0;
+        kit::unlock_prefix(&worker.writes, &mut worker.locked, |key| self.table.meta(key));
     }
 }
 
@@ -147,22 +143,11 @@ impl Protocol for Silo {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
-        let meta = self.table.meta(key);
-        let mut spin = Spin::default();
-        loop {
-            let before = meta.load(Ordering::Acquire);
-            if before & LOCK != 0 {
-                spin.wait();
-                continue;
-            }
-            let (value, seq) = self.table.read_data(key, &mut worker.payload);
-            fence(Ordering::Acquire);
-            if meta.load(Ordering::Relaxed) == before {
-                worker.reads.push((key, before));
-                worker.recording.read(key, seq);
-                return Ok(value);
-            }
-        }
+        let (before, (value, seq)) =
+            kit::optimistic_read(self.table.meta(key), || self.table.read_data(key, &mut worker.payload));
+        worker.reads.push((key, before));
+        worker.recording.read(key, seq);
+        Ok(value)
     }
 
     #[inline]
@@ -173,23 +158,16 @@ impl Protocol for Silo {
 
     fn commit(&self, worker: &mut SiloWorker) -> Result<(), Abort> {
         // 1. Lock the write set in key order.
-        worker.writes.sort();
         let mut max_tid = worker.last_tid;
-        for i in 0..worker.writes.entries.len() {
-            let meta = self.table.meta(worker.writes.entries[i].0);
-            let mut spin = Spin::default();
-            loop {
-                let current = meta.load(Ordering::Relaxed);
-                if current & LOCK == 0
-                    && meta.compare_exchange_weak(current, current | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-                {
-                    max_tid = max_tid.max(current & TID_MASK);
-                    break;
-                }
-                spin.wait();
-            }
-            worker.locked = i + 1;
-        }
+        kit::lock_sorted(
+            &mut worker.writes,
+            &mut worker.locked,
+            |key| self.table.meta(key),
+            |_, before| {
+                max_tid = max_tid.max(before & TID_MASK);
+                Ok(())
+            },
+        )?;
         // Writes below must not become visible before the locks; the epoch read is the
         // serialization point and must not move above the locking.
         fence(Ordering::SeqCst);

@@ -27,10 +27,10 @@ use std::sync::atomic::{Ordering, fence};
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, Value, Workload};
 
-use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
+use crate::kit::{self, LOCK};
+use crate::protocol::{Abort, Protocol, Recording, WriteSet};
 use crate::store::Table;
 
-const LOCK: u64 = 1 << 63;
 const DELTA_SHIFT: u32 = 48;
 const DELTA_MAX: u64 = (1 << 15) - 1;
 const WTS_MASK: u64 = (1 << DELTA_SHIFT) - 1;
@@ -73,11 +73,7 @@ impl TicToc {
     }
 
     fn unlock_prefix(&self, worker: &mut TicTocWorker) {
-        for &(key, _) in &worker.writes.entries[..worker.locked] {
-            let meta = self.table.meta(key);
-            meta.store(meta.load(Ordering::Relaxed) & !LOCK, Ordering::Release);
-        }
-        worker.locked = 0;
+        kit::unlock_prefix(&worker.writes, &mut worker.locked, |key| self.table.meta(key));
     }
 }
 
@@ -115,22 +111,11 @@ impl Protocol for TicToc {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
-        let meta = self.table.meta(key);
-        let mut spin = Spin::default();
-        loop {
-            let before = meta.load(Ordering::Acquire);
-            if before & LOCK != 0 {
-                spin.wait();
-                continue;
-            }
-            let (value, seq) = self.table.read_data(key, &mut worker.payload);
-            fence(Ordering::Acquire);
-            if meta.load(Ordering::Relaxed) == before {
-                worker.reads.push((key, before));
-                worker.recording.read(key, seq);
-                return Ok(value);
-            }
-        }
+        let (before, (value, seq)) =
+            kit::optimistic_read(self.table.meta(key), || self.table.read_data(key, &mut worker.payload));
+        worker.reads.push((key, before));
+        worker.recording.read(key, seq);
+        Ok(value)
     }
 
     #[inline]
@@ -140,23 +125,16 @@ impl Protocol for TicToc {
     }
 
     fn commit(&self, worker: &mut TicTocWorker) -> Result<(), Abort> {
-        worker.writes.sort();
         let mut commit_ts = 0;
-        for i in 0..worker.writes.entries.len() {
-            let meta = self.table.meta(worker.writes.entries[i].0);
-            let mut spin = Spin::default();
-            loop {
-                let current = meta.load(Ordering::Relaxed);
-                if current & LOCK == 0
-                    && meta.compare_exchange_weak(current, current | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-                {
-                    commit_ts = commit_ts.max(rts(current) + 1);
-                    break;
-                }
-                spin.wait();
-            }
-            worker.locked = i + 1;
-        }
+        kit::lock_sorted(
+            &mut worker.writes,
+            &mut worker.locked,
+            |key| self.table.meta(key),
+            |_, before| {
+                commit_ts = commit_ts.max(rts(before) + 1);
+                Ok(())
+            },
+        )?;
         fence(Ordering::SeqCst);
         for &(_, word) in &worker.reads {
             commit_ts = commit_ts.max(wts(word));

@@ -1,0 +1,90 @@
+//! The protocol kit: the three lock-word moves Silo, TicToc and the MVCC protocols share,
+//! written once.
+//!
+//! Every record (or version chain) has one 64-bit protocol word whose top bit is a write
+//! lock; the other 63 bits belong to the protocol (Silo's TID, TicToc's `wts`/`rts`, the
+//! MVCC ring's installed-version count). The kit only ever touches the lock bit.
+//!
+//! ```text
+//!   optimistic_read   w1 = word (wait while locked) ─ copy ─ fence ─ w2 = word; retry unless w1 == w2
+//!   lock_sorted       write set sorted by key; lock entry i, count it (prefix i+1), ask the
+//!                     protocol's check; a failing check unlocks the prefix and aborts
+//!   unlock_prefix     clear the lock bit of the first `locked` entries, in order
+//! ```
+//!
+//! The invariant: a worker's `locked` counter is exactly the number of write-set entries,
+//! from the front of the sorted write set, whose lock bit it holds. Locking in one global
+//! (key) order rules out deadlock between committers, as in Silo's commit protocol (Tu et
+//! al., SOSP 2013, §4.4). Every spin goes through [`Spin`], the one place a waiting worker
+//! backs off.
+
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+
+use ordo_workload::Key;
+
+use crate::protocol::{Abort, Spin, WriteSet};
+
+/// The write-lock bit of every protocol word.
+pub const LOCK: u64 = 1 << 63;
+
+/// A seqlock read: waits until `word` is unlocked, runs `copy`, and returns the word and the
+/// copy once the word is unchanged across the copy (so the copy is one committed state).
+#[inline]
+pub fn optimistic_read<T>(word: &AtomicU64, mut copy: impl FnMut() -> T) -> (u64, T) {
+    let mut spin = Spin::default();
+    loop {
+        let before = word.load(Ordering::Acquire);
+        if before & LOCK != 0 {
+            spin.wait();
+            continue;
+        }
+        let copied = copy();
+        fence(Ordering::Acquire);
+        if word.load(Ordering::Relaxed) == before {
+            return (before, copied);
+        }
+    }
+}
+
+/// Sorts `writes` by key and locks each entry's word in that order, counting the locked
+/// prefix in `locked`. After each lock, `check(key, word before locking)` may refuse
+/// the transaction: then the prefix is unlocked and the abort returned.
+#[inline]
+pub fn lock_sorted<'w>(
+    writes: &mut WriteSet,
+    locked: &mut usize,
+    word_of: impl Fn(Key) -> &'w AtomicU64,
+    mut check: impl FnMut(Key, u64) -> Result<(), Abort>,
+) -> Result<(), Abort> {
+    writes.sort();
+    for i in 0..writes.entries.len() {
+        let key = writes.entries[i].0;
+        let word = word_of(key);
+        let mut spin = Spin::default();
+        let before = loop {
+            let current = word.load(Ordering::Relaxed);
+            if current & LOCK == 0
+                && word.compare_exchange_weak(current, current | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                break current;
+            }
+            spin.wait();
+        };
+        *locked = i + 1;
+        if let Err(abort) = check(key, before) {
+            unlock_prefix(writes, locked, &word_of);
+            return Err(abort);
+        }
+    }
+    Ok(())
+}
+
+/// Releases the locks of the first `locked` write-set entries and resets the counter.
+#[inline]
+pub fn unlock_prefix<'w>(writes: &WriteSet, locked: &mut usize, word_of: impl Fn(Key) -> &'w AtomicU64) {
+    for &(key, _) in &writes.entries[..*locked] {
+        let word = word_of(key);
+        word.store(word.load(Ordering::Relaxed) & !LOCK, Ordering::Release);
+    }
+    *locked = 0;
+}
