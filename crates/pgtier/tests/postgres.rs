@@ -610,5 +610,7 @@ fn a_server_that_stays_down_is_a_clear_error() {
     };
     let error = run(&config, 31, 3_000).unwrap_err();
     stopper.join().unwrap();
-    assert!(matches!(error, PgError::Restarting { .. } | PgError::InDoubt { .. }), "{error}");
+    // A stopped server refuses connections: it is unreachable, not "restarting" (which only a
+    // server answering "cannot connect now" is).
+    assert!(matches!(error, PgError::Unreachable { .. } | PgError::InDoubt { .. }), "{error}");
 }
