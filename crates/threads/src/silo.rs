@@ -38,16 +38,17 @@ const LATEST: u64 = 1 << 62;
 const TID_MASK: u64 = LATEST - 1;
 const EPOCH_SHIFT: u32 = 32;
 
-/// The global epoch and the thread that advances it.
+/// The global epoch and the thread that advances it (shared with Silo over tables).
 #[derive(Debug)]
-struct EpochClock {
-    epoch: Arc<AtomicU64>,
+pub(crate) struct EpochClock {
+    pub(crate) epoch: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EpochClock {
-    fn start() -> Self {
+    /// Starts the thread that advances the epoch every `period_ms` (at least 1).
+    pub(crate) fn start(period_ms: u64) -> Self {
         let epoch = Arc::new(AtomicU64::new(1));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -56,7 +57,7 @@ impl EpochClock {
                 .name("silo-epoch".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        std::thread::park_timeout(Duration::from_millis(EPOCH_MS));
+                        std::thread::park_timeout(Duration::from_millis(period_ms.max(1)));
                         epoch.fetch_add(1, Ordering::SeqCst);
                     }
                 })
@@ -96,7 +97,7 @@ pub struct SiloWorker {
 
 impl Silo {
     pub fn new(workload: &dyn Workload, payload_bytes: usize, load_threads: usize) -> Self {
-        Silo { table: Table::load(workload, payload_bytes, LATEST, load_threads), clock: EpochClock::start() }
+        Silo { table: Table::load(workload, payload_bytes, LATEST, load_threads), clock: EpochClock::start(EPOCH_MS) }
     }
 
     pub fn table(&self) -> &Table {

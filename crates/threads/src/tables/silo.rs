@@ -56,15 +56,15 @@
 //! parameter so tests can see many epochs quickly.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::atomic::{Ordering, fence};
 
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
 use ordo_workload::{Aborted, Tx, footprint_key};
+
+use crate::protocol::Spin;
+use crate::silo::EpochClock;
 
 use super::database::{
     ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
@@ -77,9 +77,6 @@ pub const EPOCH_MS_DEFAULT: u64 = 40;
 pub const RECLAIM_PER_BEGIN_MAX: usize = 16;
 /// Largest number of workers (history ids interleave by worker).
 pub const TABLE_WORKERS_MAX: usize = 256;
-/// Spins between yields while waiting on a locked record.
-const SPINS_PER_YIELD: u32 = 1024;
-
 const LOCK: u64 = 1 << 63;
 const LATEST: u64 = 1 << 62;
 const DEAD: u64 = 1 << 61;
@@ -88,59 +85,6 @@ const EPOCH_SHIFT: u32 = 32;
 
 /// The meta word of a loaded record: unlocked, latest, TID 0.
 pub const INITIAL_META: u64 = LATEST;
-
-/// The global epoch and the sleeping thread that advances it.
-#[derive(Debug)]
-struct EpochClock {
-    epoch: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochClock {
-    fn start(period_ms: u64) -> Self {
-        let epoch = Arc::new(AtomicU64::new(1));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (epoch, stop) = (Arc::clone(&epoch), Arc::clone(&stop));
-            std::thread::Builder::new()
-                .name("silo-tables-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::park_timeout(Duration::from_millis(period_ms.max(1)));
-                        epoch.fetch_add(1, Ordering::SeqCst);
-                    }
-                })
-                .expect("spawning the epoch thread")
-        };
-        EpochClock { epoch, stop, thread: Some(thread) }
-    }
-}
-
-impl Drop for EpochClock {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Waits politely: yields the core now and then so a descheduled lock holder can run.
-#[derive(Default)]
-struct Spin(u32);
-
-impl Spin {
-    fn wait(&mut self) {
-        self.0 += 1;
-        if self.0.is_multiple_of(SPINS_PER_YIELD) {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
 
 /// Silo over a [`Database`].
 #[derive(Debug)]
