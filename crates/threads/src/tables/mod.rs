@@ -30,8 +30,9 @@
 //! covered by the scripted tests until the history format with tables, inserts, deletes and
 //! scans replaces this encoding.
 //!
-//! Small helpers are duplicated here from the key-value engine (the epoch clock, the backoff
-//! loop) so that this module does not touch files that are being refactored in parallel.
+//! The epoch clock and the polite spin are the key-value engine's; the driver's backoff loop
+//! and history recorder are still its own copies, to fold in when the other protocols move
+//! onto tables.
 
 pub mod database;
 pub mod driver;

@@ -52,8 +52,8 @@
 //! epoch for the whole of each attempt, so a record id found in the index is not recycled
 //! while the attempt can still look at it.
 //!
-//! The epoch clock is a copy of the key-value Silo's (a sleeping thread), with its period as a
-//! parameter so tests can see many epochs quickly.
+//! The epoch clock is the key-value Silo's (a sleeping thread), started with a period of the
+//! engine's choosing so tests can see many epochs quickly.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
