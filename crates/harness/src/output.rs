@@ -81,10 +81,7 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
 /// file in the same directory, which is renamed over `path` only once complete, so a reader (or
 /// a crash) sees the old file or the new one, never a torn mix.
 pub fn replace_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let directory = directory_of(path);
     let temporary = tempfile::NamedTempFile::new_in(directory)
         .with_context(|| format!("cannot create a file in {} to write {}", directory.display(), path.display()))?;
     let mut writer = BufWriter::new(temporary);
@@ -97,6 +94,14 @@ pub fn replace_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std:
     Ok(())
 }
 
+/// The directory a file at `path` lives in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 /// Checks, before anything is measured, that a file could be written at `path` (`-` is
 /// standard output and always can): its directory exists and takes a new file, and `path`
 /// itself is not a directory.
@@ -107,10 +112,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
     if path.is_dir() {
         anyhow::bail!("{} is a directory, not a file to write", path.display());
     }
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let directory = directory_of(path);
     tempfile::NamedTempFile::new_in(directory).map(drop).with_context(|| {
         format!("cannot write {}: its directory {} takes no new file", path.display(), directory.display())
     })
