@@ -142,10 +142,10 @@ fn scenario(how: Look, what: Change) {
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
     look(&mut t1, how);
-    assert_eq!(t1.commit(), Ok(()), "{how:?} alone commits");
+    assert_eq!(t1.commit().map(drop), Ok(()), "{how:?} alone commits");
     let mut t2 = silo.begin(&mut w2);
     change(&mut t2, what);
-    assert_eq!(t2.commit(), Ok(()), "{what:?} alone commits");
+    assert_eq!(t2.commit().map(drop), Ok(()), "{what:?} alone commits");
 
     // Interleaved: T1 looks, T2 changes the range and commits, T1 must fail validation.
     let silo = database();
@@ -154,8 +154,8 @@ fn scenario(how: Look, what: Change) {
     look(&mut t1, how);
     let mut t2 = silo.begin(&mut w2);
     change(&mut t2, what);
-    assert_eq!(t2.commit(), Ok(()));
-    assert_eq!(t1.commit(), Err(Aborted), "{how:?} racing {what:?}: a phantom went unnoticed");
+    assert_eq!(t2.commit().map(drop), Ok(()));
+    assert_eq!(t1.commit().map(drop), Err(Aborted), "{how:?} racing {what:?}: a phantom went unnoticed");
     // T1 again sees the change.
     let mut t1 = silo.begin(&mut w1);
     let expected = match what {
@@ -163,7 +163,7 @@ fn scenario(how: Look, what: Change) {
         Change::Delete40 => vec![30, 50],
     };
     assert_eq!(keys_in(&mut t1, 30, 50), expected);
-    assert_eq!(t1.commit(), Ok(()));
+    assert_eq!(t1.commit().map(drop), Ok(()));
 }
 
 #[test]
@@ -190,8 +190,8 @@ fn an_insert_far_outside_a_scanned_range_is_no_phantom() {
     look(&mut t1, Look::Scan);
     let mut t2 = silo.begin(&mut w2);
     assert_eq!(t2.insert(ITEMS, 99_995, &[1]), Ok(true));
-    assert_eq!(t2.commit(), Ok(()));
-    assert_eq!(t1.commit(), Ok(()), "an insert in another leaf does not touch the scan's node set");
+    assert_eq!(t2.commit().map(drop), Ok(()));
+    assert_eq!(t1.commit().map(drop), Ok(()), "an insert in another leaf does not touch the scan's node set");
 }
 
 #[test]
@@ -211,13 +211,13 @@ fn own_inserts_deletes_and_puts_are_seen_by_own_scans_and_are_no_phantoms() {
     })
     .unwrap();
     assert_eq!(seen, vec![(50, 500), (35, 350), (30, 3)]);
-    assert_eq!(t1.commit(), Ok(()), "an attempt's own insert is not a phantom to it");
+    assert_eq!(t1.commit().map(drop), Ok(()), "an attempt's own insert is not a phantom to it");
     let mut t2 = silo.begin(&mut w1);
     assert_eq!(keys_in(&mut t2, 30, 50), vec![30, 35, 50]);
     let mut row = [0];
     assert_eq!(t2.get(ITEMS, 40, &mut row, false), Ok(false));
     assert_eq!(t2.insert(ITEMS, 40, &[41]), Ok(true), "a tombstone takes a new insert");
-    assert_eq!(t2.commit(), Ok(()));
+    assert_eq!(t2.commit().map(drop), Ok(()));
     let mut t3 = silo.begin(&mut w1);
     assert_eq!(t3.get(ITEMS, 40, &mut row, false), Ok(true));
     assert_eq!(row, [41]);
@@ -233,7 +233,7 @@ fn an_aborted_insert_leaves_nothing_visible() {
     let mut t2 = silo.begin(&mut w1);
     assert_eq!(keys_in(&mut t2, 0, 1_000), vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
     assert_eq!(t2.insert(ITEMS, 35, &[2]), Ok(true), "the placeholder is reused");
-    assert_eq!(t2.commit(), Ok(()));
+    assert_eq!(t2.commit().map(drop), Ok(()));
     assert_eq!(silo.database().rows(ITEMS).get(&35), Some(&vec![2]));
 }
 
@@ -257,7 +257,7 @@ fn a_queue_does_not_grow_the_arena_without_bound() {
     let (mut txn, mut scratch, mut row) = (Txn::default(), Scratch::default(), Vec::new());
     txn.procedure = 0;
     for step in 0..QUEUE_STEPS {
-        let (finished, _) = run_transaction(&silo, &mut worker, &workload, &txn, &mut scratch, &mut row, |r| r < 3);
+        let (finished, _) = run_transaction(&silo, &mut worker, &workload, &txn, &mut scratch, &mut row, |r, _| r < 3);
         assert_eq!(finished, Finished::Committed, "step {step}");
     }
     silo.reclaim_all(&mut worker);
@@ -296,7 +296,7 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
                 txn.procedure = 0;
                 for step in 0..SHARED_QUEUE_STEPS {
                     let (finished, restarts) =
-                        run_transaction(silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r| {
+                        run_transaction(silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| {
                             std::thread::yield_now();
                             r < SHARED_QUEUE_ATTEMPTS_MAX
                         });

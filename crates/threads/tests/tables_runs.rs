@@ -56,7 +56,7 @@ fn single_worker_matches_memory_db(workload: &Tpcc, count: usize) {
         workload.generate(&mut rng, i % 4, &mut txn);
         let expected = memory.run(workload, &txn, &mut memory_scratch);
         let (finished, restarts) =
-            run_transaction(&silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r| r < ALONE_ATTEMPTS_MAX);
+            run_transaction(&silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| r < ALONE_ATTEMPTS_MAX);
         let finished_as = match finished {
             Finished::Committed => Outcome::Commit,
             Finished::UserAborted => Outcome::UserAbort,

@@ -36,8 +36,12 @@
 
 pub mod database;
 pub mod driver;
+pub mod protocol;
 pub mod silo;
+pub mod trace;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
+pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use silo::{SiloTables, SiloTx};
+pub use trace::Trace;

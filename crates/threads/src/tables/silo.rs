@@ -58,10 +58,11 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
 
+use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
-use ordo_workload::{Aborted, Tx, footprint_key};
+use ordo_workload::{Aborted, Tx};
 
 use crate::protocol::Spin;
 use crate::silo::EpochClock;
@@ -70,6 +71,9 @@ use super::database::{
     ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
     write_record,
 };
+use super::protocol::{Committed, TableProtocol, WorkerOptions};
+use super::trace::{Trace, WriteEffect};
+use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
 pub const EPOCH_MS_DEFAULT: u64 = 40;
@@ -114,6 +118,15 @@ impl WriteKind {
     fn present_after(self) -> bool {
         matches!(self, WriteKind::Put | WriteKind::Insert)
     }
+
+    /// What installing it does to the row, for histories.
+    fn effect(self) -> WriteEffect {
+        match self {
+            WriteKind::Put => WriteEffect::Update,
+            WriteKind::Insert => WriteEffect::Insert,
+            WriteKind::Delete | WriteKind::InsertDelete => WriteEffect::Delete,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -122,8 +135,6 @@ struct ReadEntry {
     key: u64,
     rid: u64,
     meta: u64,
-    /// `None` for an absent record.
-    version: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -164,15 +175,13 @@ pub struct SiloWorker {
     last_tid: u64,
     row: Vec<u64>,
     in_range: Vec<usize>,
-    record_history: bool,
-    next_history_id: u64,
-    history: Vec<HistoryEntry>,
+    trace: Trace,
 }
 
 impl SiloWorker {
     /// The history recorded so far.
     pub fn history(&mut self) -> &mut Vec<HistoryEntry> {
-        &mut self.history
+        self.trace.entries()
     }
 
     /// Reclamation candidates waiting for their epoch to pass.
@@ -204,6 +213,7 @@ impl SiloWorker {
         self.rows.clear();
         self.created.clear();
         self.locked = 0;
+        self.trace.clear();
     }
 }
 
@@ -299,7 +309,11 @@ impl SiloTables {
 
     /// State for worker `index` (< [`TABLE_WORKERS_MAX`]).
     pub fn worker(&self, index: usize, record_history: bool) -> SiloWorker {
-        assert!(index < TABLE_WORKERS_MAX, "worker {index} beyond {TABLE_WORKERS_MAX}");
+        Self::worker_with(WorkerOptions { index, workers: TABLE_WORKERS_MAX, record_history })
+    }
+
+    fn worker_with(options: WorkerOptions) -> SiloWorker {
+        assert!(options.workers <= TABLE_WORKERS_MAX, "{} workers, at most {TABLE_WORKERS_MAX}", options.workers);
         SiloWorker {
             reads: Vec::new(),
             nodes: Vec::new(),
@@ -311,9 +325,7 @@ impl SiloTables {
             last_tid: 0,
             row: Vec::new(),
             in_range: Vec::new(),
-            record_history,
-            next_history_id: index as u64 + 1,
-            history: Vec::new(),
+            trace: Trace::new(options.index, options.workers, options.record_history),
         }
     }
 
@@ -365,6 +377,44 @@ impl SiloTables {
     }
 }
 
+impl TableProtocol for SiloTables {
+    type Worker = SiloWorker;
+    type Attempt<'a> = SiloTx<'a>;
+
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::Silo
+    }
+
+    fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn worker(&self, options: WorkerOptions) -> SiloWorker {
+        Self::worker_with(options)
+    }
+
+    fn begin<'a>(&'a self, worker: &'a mut SiloWorker, _restart: bool) -> SiloTx<'a> {
+        SiloTables::begin(self, worker)
+    }
+
+    fn commit(attempt: SiloTx<'_>) -> Result<Committed, AbortCause> {
+        attempt.commit().map_err(|Aborted| AbortCause::Conflict)
+    }
+
+    fn abort(attempt: SiloTx<'_>) -> AbortCause {
+        attempt.abort();
+        AbortCause::Conflict
+    }
+
+    fn history(worker: &mut SiloWorker) -> &mut Vec<HistoryEntry> {
+        worker.trace.entries()
+    }
+
+    fn quiesce(&self, worker: &mut SiloWorker) {
+        self.reclaim_all(worker);
+    }
+}
+
 /// One attempt of a transaction on [`SiloTables`]: the engine's [`Tx`].
 pub struct SiloTx<'a> {
     silo: &'a SiloTables,
@@ -384,7 +434,7 @@ impl std::fmt::Debug for SiloTx<'_> {
 
 impl SiloTx<'_> {
     /// Validates and installs the attempt's writes; on `Err` nothing was installed.
-    pub fn commit(mut self) -> Result<(), Aborted> {
+    pub fn commit(mut self) -> Result<Committed, Aborted> {
         self.done = true;
         let result = self.try_commit();
         if result.is_err() {
@@ -414,7 +464,7 @@ impl SiloTx<'_> {
         worker.clear_attempt();
     }
 
-    fn try_commit(&mut self) -> Result<(), Aborted> {
+    fn try_commit(&mut self) -> Result<Committed, Aborted> {
         let db = &self.silo.db;
         let worker = &mut *self.worker;
         worker.writes.sort_unstable_by_key(|w| (w.table, w.key));
@@ -458,11 +508,17 @@ impl SiloTx<'_> {
         let tid = (tid_max + 1).max(epoch << EPOCH_SHIFT);
         debug_assert!(tid & !TID_MASK == 0, "TID overflowed into the flag bits");
         fence(Ordering::Release);
-        let mut written = Vec::new();
         for write in &worker.writes {
             let table = db.table(write.table);
             let words = table.record(write.rid);
-            let mut version = words[SEQ_WORD].load(Ordering::Relaxed) & VERSION_MASK;
+            let seq = words[SEQ_WORD].load(Ordering::Relaxed);
+            let mut version = seq & VERSION_MASK;
+            if write.kind == WriteKind::InsertDelete {
+                // Absent before and after: nothing to install, no version to add (readers of
+                // the absence still fail validation on the TID published below).
+                words[META_WORD].store(tid | LATEST, Ordering::Release);
+                continue;
+            }
             if write.kind.absent_before() {
                 version = version.max(table.retired_version_max.load(Ordering::Acquire));
             }
@@ -484,21 +540,15 @@ impl SiloTx<'_> {
                 });
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
-            if worker.record_history {
-                written.push((footprint_key(write.table, write.key), version));
-            }
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
         }
         worker.locked = 0;
         worker.last_tid = tid;
-        if worker.record_history {
-            let reads = worker.reads.iter().filter_map(|r| Some((footprint_key(r.table, r.key), r.version?))).collect();
-            let mut entry = HistoryEntry::new(worker.next_history_id, reads, written);
-            entry.ts = Some(tid);
-            worker.history.push(entry);
-            worker.next_history_id += TABLE_WORKERS_MAX as u64;
-        }
+        // Silo's TIDs follow write-read and write-write dependencies but not anti-dependencies,
+        // so they are no serial order: the history carries no timestamp.
+        worker.trace.committed(None);
         worker.clear_attempt();
-        Ok(())
+        Ok(Committed { epoch })
     }
 
     /// Looks `key` up: `Ok(Some((rid, meta, seq)))` for a record, `Ok(None)` for no record
@@ -511,6 +561,7 @@ impl SiloTx<'_> {
             match table.index.get(key) {
                 Err(leaf) => {
                     note_leaf(&mut worker.nodes, table_id, leaf);
+                    worker.trace.absent(table_id, key);
                     return None;
                 }
                 Ok(rid) => {
@@ -524,8 +575,13 @@ impl SiloTx<'_> {
     }
 
     fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
-        let version = (seq & ABSENT == 0).then_some(seq & VERSION_MASK);
-        self.worker.reads.push(ReadEntry { table, key, rid, meta, version });
+        let version = seq & VERSION_MASK;
+        if seq & ABSENT == 0 {
+            self.worker.trace.read(table, key, version);
+        } else {
+            self.worker.trace.absent_at(table, key, version);
+        }
+        self.worker.reads.push(ReadEntry { table, key, rid, meta });
     }
 }
 
@@ -679,8 +735,12 @@ impl Tx for SiloTx<'_> {
                 worker.in_range.push(i);
             }
         }
-        let SiloWorker { reads, nodes, writes, rows, row, in_range, .. } = worker;
+        let SiloWorker { reads, nodes, writes, rows, row, in_range, trace, .. } = worker;
+        trace.scan_begin(table_id);
         let mut visited = 0;
+        // The last key handed to `visit` when the scan stopped early: the range it covered
+        // ends there.
+        let mut stopped_at = None;
         table.index.scan(
             low,
             high,
@@ -688,35 +748,45 @@ impl Tx for SiloTx<'_> {
             &mut |key, rid| {
                 if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
                     let write = &writes[i];
+                    if write.kind != WriteKind::InsertDelete {
+                        trace.scan_own(key);
+                    }
                     if write.kind.present_after() {
                         visited += 1;
-                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) {
+                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) || visited >= limit {
+                            stopped_at = Some(key);
                             return false;
                         }
                     }
-                    return visited < limit;
+                    return true;
                 }
                 // A dead record was absent and has left the index since the leaf was read:
                 // skipping it is what the recorded leaf version says, and validates so.
                 let Some((meta, seq)) = read_record(table, rid, Some(&mut row[..])) else { return true };
-                let present = seq & ABSENT == 0;
-                reads.push(ReadEntry {
-                    table: table_id,
-                    key,
-                    rid,
-                    meta,
-                    version: present.then_some(seq & VERSION_MASK),
-                });
-                if present {
-                    visited += 1;
-                    if !visit(key, row) {
-                        return false;
+                reads.push(ReadEntry { table: table_id, key, rid, meta });
+                let version = seq & VERSION_MASK;
+                if seq & ABSENT != 0 {
+                    if version > 0 {
+                        trace.scan_row(key, version);
                     }
+                    return true;
                 }
-                visited < limit
+                trace.scan_row(key, version);
+                visited += 1;
+                if !visit(key, row) || visited >= limit {
+                    stopped_at = Some(key);
+                    return false;
+                }
+                true
             },
             &mut |leaf| note_leaf(nodes, table_id, leaf),
         );
+        let (covered_low, covered_high) = match (stopped_at, direction) {
+            (None, _) => (low, high),
+            (Some(key), Direction::Ascending) => (low, key),
+            (Some(key), Direction::Descending) => (key, high),
+        };
+        trace.scan_end(covered_low, covered_high);
         Ok(visited)
     }
 }
