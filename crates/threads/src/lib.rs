@@ -48,6 +48,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod interleave;
 pub mod kit;
 pub mod mvcc;
 pub mod protocol;

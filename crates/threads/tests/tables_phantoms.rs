@@ -5,6 +5,7 @@
 //! The table `items` holds keys 10, 20, ..., 100 (row: one value word); `other` holds key 0.
 
 use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_threads::tables::Epochs;
 use ordo_threads::tables::driver::{Finished, run_transaction};
 use ordo_threads::tables::{Index, SiloTables, SiloTx};
 use ordo_workload::{
@@ -92,7 +93,7 @@ impl TableWorkload for Items {
 }
 
 fn database() -> SiloTables {
-    SiloTables::load(&Items::new(10, 10), Index::Tree, 1, 1).unwrap()
+    SiloTables::load(&Items::new(10, 10), Index::Tree, 1, Epochs::clock(1)).unwrap()
 }
 
 fn keys_in(tx: &mut SiloTx<'_>, low: u64, high: u64) -> Vec<u64> {
@@ -184,7 +185,7 @@ fn a_scan_racing_a_delete_in_its_range_fails_validation() {
 #[test]
 fn an_insert_far_outside_a_scanned_range_is_no_phantom() {
     // Enough keys that 30..=50 and 99_995 live in different leaves.
-    let silo = SiloTables::load(&Items::new(10_000, 10), Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&Items::new(10_000, 10), Index::Tree, 1, Epochs::clock(1)).unwrap();
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
     look(&mut t1, Look::Scan);
@@ -252,7 +253,7 @@ const QUEUE_STEPS: usize = 20_000;
 fn a_queue_does_not_grow_the_arena_without_bound() {
     let _one = exclusive();
     let workload = Items::new(100, 1);
-    let silo = SiloTables::load(&workload, Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&workload, Index::Tree, 1, Epochs::clock(1)).unwrap();
     let mut worker = silo.worker(0, false);
     let (mut txn, mut scratch, mut row) = (Txn::default(), Scratch::default(), Vec::new());
     txn.procedure = 0;
@@ -286,7 +287,7 @@ const SHARED_QUEUE_ATTEMPTS_MAX: u32 = 100_000;
 fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
     let _one = exclusive();
     let workload = Items::new(100, 1);
-    let silo = SiloTables::load(&workload, Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&workload, Index::Tree, 1, Epochs::clock(1)).unwrap();
     std::thread::scope(|scope| {
         for index in 0..2 {
             let (silo, workload) = (&silo, &workload);

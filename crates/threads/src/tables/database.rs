@@ -31,6 +31,8 @@ use crossbeam::utils::CachePadded;
 use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, TableId, TableSchema};
 use ordo_workload::TableWorkload;
 
+use super::epoch::Epochs;
+
 /// Words before the row in every record.
 pub const TABLE_HEADER_WORDS: usize = 3;
 /// Word of the protocol's meta word.
@@ -113,11 +115,12 @@ pub fn write_record(words: &[AtomicU64], meta: u64, key: u64, seq: u64, row: &[u
     }
 }
 
-/// Every table of a workload.
+/// Every table of a workload, and the engine's global epoch.
 #[derive(Debug)]
 pub struct Database {
     tables: Vec<Table>,
     index: Index,
+    epochs: Epochs,
 }
 
 /// One loading thread's `(key, record id)` pairs, per table.
@@ -125,12 +128,14 @@ type PartEntries = Vec<Vec<(u64, u64)>>;
 
 impl Database {
     /// Loads `workload`'s rows (and derives its index tables' entries) on `threads` threads;
-    /// every record starts with meta word `initial_meta`, present, at version 0.
+    /// every record starts with meta word `initial_meta`, present, at version 0. `epochs` is
+    /// the engine's global epoch from then on.
     pub fn load(
         workload: &dyn TableWorkload,
         index: Index,
         threads: usize,
         initial_meta: u64,
+        epochs: Epochs,
     ) -> Result<Database, LoadError> {
         let schema = workload.schema();
         let dense = |table: &TableSchema| table.dense_keys.filter(|_| table.index_of.is_none());
@@ -213,7 +218,7 @@ impl Database {
         for (table, primary) in tables.iter_mut().zip(built) {
             table.index = primary?;
         }
-        Ok(Database { tables, index })
+        Ok(Database { tables, index, epochs })
     }
 
     /// The table `id`.
@@ -230,6 +235,17 @@ impl Database {
     /// The index the tables use.
     pub fn index(&self) -> Index {
         self.index
+    }
+
+    /// The current global epoch.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epochs.current()
+    }
+
+    /// The global epoch.
+    pub fn epochs(&self) -> &Epochs {
+        &self.epochs
     }
 
     /// The present rows of `table`, read directly (only meaningful when no transaction runs).

@@ -38,6 +38,7 @@ use ordo_workload::{
 use rand::Rng;
 
 use super::database::{Index, LoadError};
+use super::epoch::Epochs;
 use super::protocol::{TableProtocol, WorkerOptions};
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
 use crate::config::ProtocolKind;
@@ -186,7 +187,7 @@ pub fn run(
     let run = Run { loading, config, workload: workload.as_ref(), spec, progress };
     match config.protocol {
         ProtocolKind::Silo => {
-            let silo = SiloTables::load(workload.as_ref(), config.index, load_threads, config.epoch_ms)?;
+            let silo = SiloTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
             Ok(run.drive(&silo))
         }
         other => Err(TablesError::Config(format!(

@@ -36,12 +36,14 @@
 
 pub mod database;
 pub mod driver;
+pub mod epoch;
 pub mod protocol;
 pub mod silo;
 pub mod trace;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
+pub use epoch::Epochs;
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use silo::{SiloTables, SiloTx};
 pub use trace::Trace;

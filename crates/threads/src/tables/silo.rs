@@ -52,8 +52,8 @@
 //! epoch for the whole of each attempt, so a record id found in the index is not recycled
 //! while the attempt can still look at it.
 //!
-//! The epoch clock is the key-value Silo's (a sleeping thread), started with a period of the
-//! engine's choosing so tests can see many epochs quickly.
+//! The epoch is the database's ([`super::epoch`]): a clock of the engine's choosing, or a
+//! manual one that tests and the simulator advance themselves.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
@@ -65,12 +65,12 @@ use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
 use ordo_workload::{Aborted, Tx};
 
 use crate::protocol::Spin;
-use crate::silo::EpochClock;
 
 use super::database::{
     ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
     write_record,
 };
+use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 use super::trace::{Trace, WriteEffect};
 use crate::config::ProtocolKind;
@@ -94,7 +94,6 @@ pub const INITIAL_META: u64 = LATEST;
 #[derive(Debug)]
 pub struct SiloTables {
     db: Database,
-    clock: EpochClock,
 }
 
 /// What a buffered write does, and what it needs at commit.
@@ -286,16 +285,16 @@ fn lock_record(words: &[std::sync::atomic::AtomicU64]) -> u64 {
 }
 
 impl SiloTables {
-    /// Loads `workload` into a new database (see [`Database::load`]) and starts the epoch
-    /// clock with period `epoch_ms`.
+    /// Loads `workload` into a new database (see [`Database::load`]) with epoch clock
+    /// `epochs`.
     pub fn load(
         workload: &dyn ordo_workload::TableWorkload,
         index: Index,
         load_threads: usize,
-        epoch_ms: u64,
+        epochs: Epochs,
     ) -> Result<Self, LoadError> {
-        let db = Database::load(workload, index, load_threads, INITIAL_META)?;
-        Ok(SiloTables { db, clock: EpochClock::start(epoch_ms) })
+        let db = Database::load(workload, index, load_threads, INITIAL_META, epochs)?;
+        Ok(SiloTables { db })
     }
 
     pub fn database(&self) -> &Database {
@@ -304,7 +303,7 @@ impl SiloTables {
 
     /// The current global epoch.
     pub fn epoch(&self) -> u64 {
-        self.clock.epoch.load(Ordering::Acquire)
+        self.db.epoch()
     }
 
     /// State for worker `index` (< [`TABLE_WORKERS_MAX`]).
