@@ -31,8 +31,9 @@ use crossbeam::utils::CachePadded;
 use ordo_harness::{AbortCause, Recorder, Window};
 use ordo_history::HistoryEntry;
 use ordo_reorder::{ThreadAssigner, TxnFootprint};
+use ordo_storage::{Direction, TableId};
 use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Txn, WorkloadRng,
+    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
     rng_from_seed,
 };
 use rand::Rng;
@@ -332,12 +333,37 @@ pub fn run_transaction<P: TableProtocol>(
     txn: &Txn,
     scratch: &mut Scratch,
     row: &mut Vec<u64>,
+    on_abort: impl FnMut(u32, AbortCause) -> bool,
+) -> (Finished, u32) {
+    run_transaction_counted(protocol, worker, workload, txn, scratch, row, &mut RowCounts::default(), on_abort)
+}
+
+/// Rows a committed attempt read: by point reads (present keys) and returned by scans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub point_reads: u64,
+    pub scan_rows: u64,
+}
+
+/// [`run_transaction`], also counting into `rows` the rows its committed attempt read.
+#[allow(clippy::too_many_arguments)]
+pub fn run_transaction_counted<P: TableProtocol>(
+    protocol: &P,
+    worker: &mut P::Worker,
+    workload: &dyn TableWorkload,
+    txn: &Txn,
+    scratch: &mut Scratch,
+    row: &mut Vec<u64>,
+    rows: &mut RowCounts,
     mut on_abort: impl FnMut(u32, AbortCause) -> bool,
 ) -> (Finished, u32) {
     let mut restarts = 0u32;
     loop {
         let mut tx = protocol.begin(worker, restarts > 0);
-        let outcome = workload.run(txn, &mut Maintained::new(workload.schema(), &mut tx, row), scratch);
+        let mut counted =
+            Counted { inner: Maintained::new(workload.schema(), &mut tx, row), rows: RowCounts::default() };
+        let outcome = workload.run(txn, &mut counted, scratch);
+        let attempt_rows = counted.rows;
         let committed = match outcome {
             Ok(Outcome::Commit) => P::commit(tx),
             Ok(Outcome::UserAbort) => {
@@ -347,7 +373,11 @@ pub fn run_transaction<P: TableProtocol>(
             Err(Aborted) => Err(P::abort(tx)),
         };
         match committed {
-            Ok(_) => return (Finished::Committed, restarts),
+            Ok(_) => {
+                rows.point_reads += attempt_rows.point_reads;
+                rows.scan_rows += attempt_rows.scan_rows;
+                return (Finished::Committed, restarts);
+            }
             Err(cause) => {
                 restarts += 1;
                 if !on_abort(restarts, cause) {
@@ -355,6 +385,55 @@ pub fn run_transaction<P: TableProtocol>(
                 }
             }
         }
+    }
+}
+
+/// A [`Tx`] that counts the rows the workload was given.
+struct Counted<T> {
+    inner: T,
+    rows: RowCounts,
+}
+
+impl<T: Tx> Tx for Counted<T> {
+    #[inline]
+    fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
+        let present = self.inner.get(table, key, row, for_update)?;
+        self.rows.point_reads += u64::from(present);
+        Ok(present)
+    }
+
+    #[inline]
+    fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.inner.put(table, key, row)
+    }
+
+    #[inline]
+    fn insert(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.inner.insert(table, key, row)
+    }
+
+    #[inline]
+    fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
+        self.inner.delete(table, key)
+    }
+
+    #[inline]
+    fn scan(
+        &mut self,
+        table: TableId,
+        low: u64,
+        high: u64,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(u64, &[u64]) -> bool,
+    ) -> Result<usize, Aborted> {
+        let returned = self.inner.scan(table, low, high, direction, limit, visit)?;
+        self.rows.scan_rows += returned as u64;
+        Ok(returned)
+    }
+
+    fn wants_update_hints(&self) -> bool {
+        self.inner.wants_update_hints()
     }
 }
 
@@ -379,13 +458,15 @@ impl<P: TableProtocol> WorkerState<'_, P> {
         let procedure = usize::from(txn.procedure);
         let (recorder, aborts_by_procedure, backoff_rng) =
             (&mut self.recorder, &mut self.aborts_by_procedure, &mut self.backoff_rng);
-        let (finished, restarts) = run_transaction(
+        let mut rows = RowCounts::default();
+        let (finished, restarts) = run_transaction_counted(
             shared.protocol,
             &mut self.protocol_worker,
             shared.workload,
             txn,
             &mut self.scratch,
             &mut self.row,
+            &mut rows,
             |restarts, cause| {
                 let now = now_us(shared.start);
                 recorder.abort(now, cause);
@@ -407,6 +488,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
         match finished {
             Finished::Committed => {
                 self.recorder.commit(now, first_start.elapsed().as_micros() as u64, restarts, txn.procedure);
+                self.recorder.rows(now, rows.point_reads, rows.scan_rows);
                 self.committed += 1;
                 shared.commits[self.index].store(self.committed, Ordering::Relaxed);
             }
