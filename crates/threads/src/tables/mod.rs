@@ -38,8 +38,10 @@ pub mod database;
 pub mod driver;
 pub mod epoch;
 pub mod protocol;
+pub mod reclaim;
 pub mod silo;
 pub mod trace;
+pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
