@@ -39,6 +39,7 @@ pub mod driver;
 pub mod epoch;
 pub mod protocol;
 pub mod reclaim;
+pub mod scan;
 pub mod silo;
 pub mod trace;
 pub mod writes;

@@ -72,8 +72,9 @@ use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 pub use super::reclaim::RECLAIM_PER_BEGIN_MAX;
 use super::reclaim::{Claim, Reclaimer};
+use super::scan::{Range, scan_merged};
 use super::trace::Trace;
-use super::writes::{WriteBuffer, WriteKind};
+use super::writes::{WriteBuffer, WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
@@ -403,27 +404,16 @@ impl SiloTx<'_> {
         for write in &worker.writes.entries {
             let table = db.table(write.table);
             let words = table.record(write.rid);
-            let seq = words[SEQ_WORD].load(Ordering::Relaxed);
-            let mut version = seq & VERSION_MASK;
             if write.kind == WriteKind::InsertDelete {
                 // Absent before and after: nothing to install, no version to add (readers of
                 // the absence still fail validation on the TID published below).
                 words[META_WORD].store(tid | LATEST, Ordering::Release);
                 continue;
             }
-            if write.kind.absent_before() {
-                version = version.max(table.retired_version_max.load(Ordering::Acquire));
-            }
-            version += 1;
-            if write.kind.present_after() {
-                let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
-                for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
-                    word.store(value, Ordering::Relaxed);
-                }
-                words[SEQ_WORD].store(version, Ordering::Relaxed);
-            } else {
-                words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
-                worker.reclaimer.left_absent(write.table, write.key, write.rid, version | ABSENT, epoch);
+            let version = next_version(table, words, write.kind);
+            let seq = install(table, words, write, &worker.writes.rows, version);
+            if !write.kind.present_after() {
+                worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
             worker.trace.installed(write.table, write.kind.effect(), write.key, version);
@@ -595,58 +585,21 @@ impl Tx for SiloTx<'_> {
         worker.row.resize(table.row_words, 0);
         worker.writes.in_range(table_id, low, high, &mut worker.in_range);
         let SiloWorker { reads, nodes, writes, row, in_range, trace, .. } = worker;
-        let WriteBuffer { entries: writes, rows } = &*writes;
-        trace.scan_begin(table_id);
-        let mut visited = 0;
-        // The last key handed to `visit` when the scan stopped early: the range it covered
-        // ends there.
-        let mut stopped_at = None;
-        table.index.scan(
-            low,
-            high,
-            direction,
-            &mut |key, rid| {
-                if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
-                    let write = &writes[i];
-                    if write.kind != WriteKind::InsertDelete {
-                        trace.scan_own(key);
-                    }
-                    if write.kind.present_after() {
-                        visited += 1;
-                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) || visited >= limit {
-                            stopped_at = Some(key);
-                            return false;
-                        }
-                    }
-                    return true;
-                }
-                // A dead record was absent and has left the index since the leaf was read:
-                // skipping it is what the recorded leaf version says, and validates so.
-                let Some((meta, seq)) = read_record(table, rid, Some(&mut row[..])) else { return true };
+        let visited = scan_merged(
+            table,
+            Range { table: table_id, low, high, direction, limit },
+            writes,
+            in_range,
+            trace,
+            row,
+            &mut |key, rid, row| {
+                let (meta, seq) = read_record(table, rid, Some(row))?;
                 reads.push(ReadEntry { table: table_id, key, rid, meta });
-                let version = seq & VERSION_MASK;
-                if seq & ABSENT != 0 {
-                    if version > 0 {
-                        trace.scan_row(key, version);
-                    }
-                    return true;
-                }
-                trace.scan_row(key, version);
-                visited += 1;
-                if !visit(key, row) || visited >= limit {
-                    stopped_at = Some(key);
-                    return false;
-                }
-                true
+                Some(seq)
             },
             &mut |leaf| note_leaf(nodes, table_id, leaf),
+            visit,
         );
-        let (covered_low, covered_high) = match (stopped_at, direction) {
-            (None, _) => (low, high),
-            (Some(key), Direction::Ascending) => (low, key),
-            (Some(key), Direction::Descending) => (key, high),
-        };
-        trace.scan_end(covered_low, covered_high);
         Ok(visited)
     }
 }

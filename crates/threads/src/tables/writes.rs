@@ -18,8 +18,11 @@
 //! the last operation. Lookups are linear: write sets are small, and a flat vector beats a
 //! hash map until they are not.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use ordo_storage::TableId;
 
+use super::database::{ABSENT, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK};
 use super::trace::WriteEffect;
 
 /// What a buffered write does, and what it needs at commit.
@@ -184,6 +187,36 @@ impl WriteBuffer {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.rows.clear();
+    }
+}
+
+/// The version the install of a `kind` write gives record `words` of `table` (whose writer
+/// holds it): one above the record's, and above the table's `retired_version_max` when the
+/// key was absent (a record made after the key's earlier record was reclaimed).
+#[inline]
+pub fn next_version(table: &Table, words: &[AtomicU64], kind: WriteKind) -> u64 {
+    let mut version = words[SEQ_WORD].load(Ordering::Relaxed) & VERSION_MASK;
+    if kind.absent_before() {
+        version = version.max(table.retired_version_max.load(Ordering::Acquire));
+    }
+    version + 1
+}
+
+/// Installs `write` at `version` into record `words` of `table` (whose writer holds it): the
+/// buffered row and a present seq word, or an absent seq word (a tombstone). Returns the seq
+/// word. Publishing it to readers (the meta word) is the protocol's.
+#[inline]
+pub fn install(table: &Table, words: &[AtomicU64], write: &WriteEntry, rows: &[u64], version: u64) -> u64 {
+    if write.kind.present_after() {
+        let row = &rows[write.row_at..write.row_at + table.row_words];
+        for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
+            word.store(value, Ordering::Relaxed);
+        }
+        words[SEQ_WORD].store(version, Ordering::Relaxed);
+        version
+    } else {
+        words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
+        version | ABSENT
     }
 }
 
