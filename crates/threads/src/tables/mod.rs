@@ -40,7 +40,9 @@ pub mod epoch;
 pub mod protocol;
 pub mod reclaim;
 pub mod scan;
+pub mod serial;
 pub mod silo;
+pub mod tictoc;
 pub mod trace;
 pub mod writes;
 
@@ -48,5 +50,7 @@ pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
+pub use serial::{SerialTables, SerialTx};
 pub use silo::{SiloTables, SiloTx};
+pub use tictoc::{TicTocTables, TicTocTx};
 pub use trace::Trace;

@@ -91,6 +91,18 @@ impl Reclaimer {
         self.created.clear();
     }
 
+    /// The attempt committed: its placeholders that are still absent as it made them (an own
+    /// insert deleted again) become candidates left in `epoch`; the others were installed.
+    pub fn settle_created(&mut self, db: &Database, epoch: u64) {
+        for mut placeholder in self.created.drain(..) {
+            let words = db.table(placeholder.table).record(placeholder.rid);
+            if words[SEQ_WORD].load(Ordering::Relaxed) == placeholder.seq {
+                placeholder.epoch = epoch;
+                self.pending.push_back(placeholder);
+            }
+        }
+    }
+
     /// Candidates waiting.
     pub fn len(&self) -> usize {
         self.pending.len()
