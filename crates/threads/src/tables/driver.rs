@@ -43,6 +43,7 @@ use super::protocol::{TableProtocol, WorkerOptions};
 use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
 use super::tictoc::TicTocTables;
+use super::two_phase::TwoPhaseTables;
 use crate::config::ProtocolKind;
 use crate::protocol::Spin;
 
@@ -196,6 +197,12 @@ pub fn run(
             let tictoc =
                 TicTocTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
             Ok(run.drive(&tictoc))
+        }
+        ProtocolKind::NoWait | ProtocolKind::WaitDie => {
+            let epochs = Epochs::clock(config.epoch_ms);
+            let two_phase =
+                TwoPhaseTables::load(workload.as_ref(), config.index, load_threads, epochs, config.protocol)?;
+            Ok(run.drive(&two_phase))
         }
         ProtocolKind::Serial => {
             let serial =

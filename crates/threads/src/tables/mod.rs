@@ -44,6 +44,7 @@ pub mod serial;
 pub mod silo;
 pub mod tictoc;
 pub mod trace;
+pub mod two_phase;
 pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
@@ -54,3 +55,4 @@ pub use serial::{SerialTables, SerialTx};
 pub use silo::{SiloTables, SiloTx};
 pub use tictoc::{TicTocTables, TicTocTx};
 pub use trace::Trace;
+pub use two_phase::{TwoPhaseTables, TwoPhaseTx};
