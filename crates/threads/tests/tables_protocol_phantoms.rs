@@ -201,13 +201,23 @@ fn wait_die_stops_phantoms_of_scans_and_absent_gets() {
     every_scenario(|| two_phase(ProtocolKind::WaitDie));
 }
 
+/// Commits updates of `other[0]` until its `wts` is well above 1.
+fn advance_other(protocol: &TicTocTables, worker: &mut <TicTocTables as TableProtocol>::Worker) {
+    for i in 0..20 {
+        assert_eq!(attempt(protocol, worker, |tx| tx.put(OTHER, 0, &[i]).map(drop)), Ok(()));
+    }
+    worker.history().clear();
+}
+
 #[test]
 fn tictoc_orders_an_insert_after_a_scan_that_validated_first() {
     // T1 scans and commits before T2 inserts into the range: both commit, and T2's timestamp
     // is above the stamp T1 left on the leaf, so the timestamp order puts T1 (which did not
-    // see 35) first.
+    // see 35) first. `other[0]` has been written often, so T1's timestamp is high and only the
+    // leaf stamp lifts T2's above it.
     let protocol = tictoc();
     let (mut w1, mut w2) = (protocol.worker(options(0)), protocol.worker(options(1)));
+    advance_other(&protocol, &mut w1);
     let t2 = protocol.begin(&mut w2, false);
     let mut t1 = protocol.begin(&mut w1, false);
     look(&mut t1, Look::Scan).unwrap();
@@ -225,6 +235,7 @@ fn tictoc_orders_an_insert_after_a_scan_that_validated_first() {
     // T2's insert (T1 before T2): a cycle, so T2 must fail.
     let protocol = tictoc();
     let (mut w1, mut w2) = (protocol.worker(options(0)), protocol.worker(options(1)));
+    advance_other(&protocol, &mut w1);
     let mut t2 = protocol.begin(&mut w2, false);
     assert!(t2.get(OTHER, 0, &mut [0], false).unwrap());
     let mut t1 = protocol.begin(&mut w1, false);
