@@ -19,6 +19,10 @@ use super::database::{ABSENT, Table, VERSION_MASK};
 use super::trace::Trace;
 use super::writes::{WriteBuffer, WriteKind};
 
+/// Reads record `rid` (key `key`) into the row buffer and returns its seq word, or `None` for
+/// a dead record.
+pub type ReadRecord<'a> = dyn FnMut(u64, u64, &mut [u64]) -> Option<u64> + 'a;
+
 /// One range scan's arguments.
 #[derive(Debug, Clone, Copy)]
 pub struct Range {
@@ -42,7 +46,7 @@ pub fn scan_merged(
     in_range: &[usize],
     trace: &mut Trace,
     row: &mut [u64],
-    read: &mut dyn FnMut(u64, u64, &mut [u64]) -> Option<u64>,
+    read: &mut ReadRecord<'_>,
     leaves: &mut dyn FnMut(LeafVersion),
     visit: &mut dyn FnMut(u64, &[u64]) -> bool,
 ) -> usize {
