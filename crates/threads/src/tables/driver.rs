@@ -41,7 +41,10 @@ use rand::Rng;
 use super::database::{Index, LoadError};
 use super::epoch::Epochs;
 use super::protocol::{TableProtocol, WorkerOptions};
+use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
+use super::tictoc::TicTocTables;
+use super::two_phase::TwoPhaseTables;
 use crate::config::ProtocolKind;
 use crate::protocol::Spin;
 
@@ -190,6 +193,22 @@ pub fn run(
         ProtocolKind::Silo => {
             let silo = SiloTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
             Ok(run.drive(&silo))
+        }
+        ProtocolKind::TicToc => {
+            let tictoc =
+                TicTocTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
+            Ok(run.drive(&tictoc))
+        }
+        ProtocolKind::NoWait | ProtocolKind::WaitDie => {
+            let epochs = Epochs::clock(config.epoch_ms);
+            let two_phase =
+                TwoPhaseTables::load(workload.as_ref(), config.index, load_threads, epochs, config.protocol)?;
+            Ok(run.drive(&two_phase))
+        }
+        ProtocolKind::Serial => {
+            let serial =
+                SerialTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
+            Ok(run.drive(&serial))
         }
         other => Err(TablesError::Config(format!(
             "protocol {other} does not run on tables yet; on tables: silo (or --index array with a key-value workload)"
