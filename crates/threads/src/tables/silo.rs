@@ -423,6 +423,8 @@ impl SiloTx<'_> {
         // Silo's TIDs follow write-read and write-write dependencies but not anti-dependencies,
         // so they are no serial order: the history carries no timestamp.
         worker.trace.committed(None);
+        // An own insert deleted again left its placeholder absent: reclaim it like a tombstone.
+        worker.reclaimer.settle_created(db, epoch);
         worker.clear_attempt();
         Ok(Committed { epoch })
     }
