@@ -16,6 +16,9 @@
 //! * [`silo`]: Silo (Tu et al., SOSP 2013) over tables: TID words, read sets, node sets
 //!   (§4.6) for absent keys and scans, inserts through absent placeholder records, deletes
 //!   through tombstones, and epoch-deferred reclamation of both.
+//! * [`mvcc`]: multi-version tables: snapshot isolation (`mvcc_si`) and the Serial Safety
+//!   Net (`ssi`, ERMIA's parallel commit without a latch), version chains trimmed behind the
+//!   oldest snapshot, phantoms by node sets and leaf stamps under `ssi`.
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
@@ -37,6 +40,7 @@
 pub mod database;
 pub mod driver;
 pub mod epoch;
+pub mod mvcc;
 pub mod protocol;
 pub mod silo;
 pub mod trace;
@@ -44,6 +48,7 @@ pub mod trace;
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
+pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use silo::{SiloTables, SiloTx};
 pub use trace::Trace;
