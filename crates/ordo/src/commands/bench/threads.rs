@@ -9,8 +9,9 @@
 //! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
 //! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
 //! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
-//! `tpcc-hybrid` always run there). On tables only `silo` runs so far; the other protocols are
-//! refused there with a clear error. Every result records its index as `config.index`.
+//! `tpcc-hybrid` always run there). On tables `silo`, `mvcc_si` and `ssi` run so far (`--versions`
+//! caps the versions a record keeps); the other protocols are refused there with a clear error.
+//! Every result records its index as `config.index`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -203,10 +204,11 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
 /// storage engine, one run per thread count and (tpcc-hybrid) contention degree.
 fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
     let t = &args.threads;
-    if protocols.iter().any(|&(protocol, reorder)| protocol != ProtocolKind::Silo || reorder) {
+    let on_tables = [ProtocolKind::Silo, ProtocolKind::MvccSi, ProtocolKind::Ssi];
+    if protocols.iter().any(|&(protocol, reorder)| !on_tables.contains(&protocol) || reorder) {
         bail!(
-            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo only so far; \
-             the other protocols run key-value workloads on --index array"
+            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo, mvcc_si and ssi \
+             only so far; the other protocols run key-value workloads on --index array"
         );
     }
     if t.prefetch.iter().any(|&on| on) {
@@ -228,9 +230,9 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 let mut workload = args.workload.clone();
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-                for &threads in &t.threads {
-                    let config = TablesConfig { threads, index, ..TablesConfig::default() };
-                    let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
+                for (&threads, &(protocol, _)) in t.threads.iter().flat_map(|n| std::iter::repeat(n).zip(protocols)) {
+                    let config = TablesConfig { protocol, threads, index, versions: t.versions, ..TablesConfig::default() };
+                    let mut label = vec![("protocol".to_owned(), config.label())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
                     }
@@ -263,8 +265,11 @@ fn planned_table_run(
     for (name, value) in workload_args.describe() {
         knobs.insert(name.into(), value);
     }
-    knobs.insert("protocol".into(), "silo".into());
+    knobs.insert("protocol".into(), config.label().into());
     knobs.insert("reorder".into(), false.into());
+    if config.protocol != ProtocolKind::Silo {
+        knobs.insert("versions".into(), config.versions.into());
+    }
     knobs.insert("threads".into(), config.threads.into());
     knobs.insert("index".into(), config.index.name().into());
     knobs.insert("epoch_ms".into(), config.epoch_ms.into());
@@ -274,7 +279,7 @@ fn planned_table_run(
     if !workload_args.is_tpcc() {
         knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
     }
-    let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
+    let info = args.run_info("threads", workload_args.name(), config.label(), theta, knobs);
     let workload_args = workload_args.clone();
     Planned {
         info: info.clone(),
@@ -296,7 +301,8 @@ fn planned_table_run(
             let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
             bar.suspend(|| {
                 eprintln!(
-                    "silo on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    config.label(),
                     config.index.name(),
                     report.load_s,
                     consistency.checked.join(", ")

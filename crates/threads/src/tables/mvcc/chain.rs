@@ -168,24 +168,49 @@ pub fn unlock(words: &[AtomicU64]) {
     words[META_WORD].store(0, Ordering::Release);
 }
 
+/// Versions cut off a chain, and where they go.
+#[derive(Debug)]
+pub struct Cuttings<'a> {
+    /// Versions no snapshot can reach: below a version every snapshot from the low-water
+    /// mark on reads, so no reader walks to them. Reused at once.
+    pub unreachable: &'a mut Vec<u64>,
+    /// Versions an old snapshot may still be reading: retired through this guard.
+    pub guard: &'a Guard,
+    /// How many were retired through the guard (the caller flushes now and then).
+    pub deferred: &'a mut usize,
+}
+
 /// Cuts the chain of the locked head `head` below the newest version every snapshot from
-/// `low_water` on can read, and below the `keep_max`-th version whatever the snapshots (a
-/// reader that needs a version cut that way gets `SnapshotTooOld`). Cut versions are retired
-/// through `guard`. Returns how many were cut.
-pub fn cut(table: &Table, head: &[AtomicU64], low_water: u64, keep_max: u64, guard: &Guard) -> u64 {
+/// `low_water` on can read, or, if that is further down, below its `keep_max`-th version
+/// whatever the snapshots (a reader that needs a version cut that way gets
+/// `SnapshotTooOld`). Returns how many versions were cut.
+pub fn cut(table: &Table, head: &[AtomicU64], low_water: u64, keep_max: u64, cuttings: &mut Cuttings<'_>) -> u64 {
     let mut id = head[NEWEST].load(Ordering::Relaxed);
     let mut kept = 0;
     while id != NO_VERSION && id != TRUNCATED {
         let version = table.version(id);
         kept += 1;
         let older = version[OLDER].load(Ordering::Relaxed);
-        if version[CSTAMP].load(Ordering::Relaxed) <= low_water || kept >= keep_max {
+        let unreachable = version[CSTAMP].load(Ordering::Relaxed) <= low_water;
+        if unreachable || kept >= keep_max {
             if older == NO_VERSION || older == TRUNCATED {
                 return 0;
             }
             version[OLDER].store(TRUNCATED, Ordering::Release);
-            let cut = retire_chain(table, older, guard);
             head[COUNT].store(kept, Ordering::Relaxed);
+            let mut cut = 0;
+            let mut id = older;
+            while id != NO_VERSION && id != TRUNCATED {
+                let older = table.version(id)[OLDER].load(Ordering::Relaxed);
+                if unreachable {
+                    cuttings.unreachable.push(id);
+                } else {
+                    table.versions().retire(id, cuttings.guard);
+                    *cuttings.deferred += 1;
+                }
+                cut += 1;
+                id = older;
+            }
             return cut;
         }
         id = older;

@@ -105,7 +105,7 @@ use ordo_storage::{LeafVersion, TableId};
 use ordo_workload::TableWorkload;
 
 pub use self::ssn::SSN_WORKERS_MAX;
-use self::chain::{Target, cut, lock_live, retire_chain, unlock};
+use self::chain::{Cuttings, Target, cut, lock_live, retire_chain, unlock};
 use self::slots::{Phase, Slots};
 use super::database::versioned::{COUNT, CSTAMP, NEWEST, NO_VERSION};
 use super::database::{
@@ -126,6 +126,12 @@ pub const VERSIONS_MIN: usize = 2;
 pub const TRIMS_PER_BEGIN_MAX: usize = 64;
 /// Most tombstones and placeholders a worker reclaims when a transaction begins.
 pub const RECLAIM_PER_BEGIN_MAX: usize = 16;
+/// Most unreachable versions a worker keeps per table for reuse (more go back to the arena
+/// through the epoch).
+pub const SPARE_VERSIONS_MAX: usize = 4096;
+/// Retirements through the epoch after which a worker flushes them to the collector
+/// (crossbeam collects a bounded number per pin; a worker that retires faster must push).
+const DEFERRED_PER_FLUSH: usize = 64;
 const NO_SUCCESSOR: u64 = versioned::NO_SUCCESSOR;
 
 /// Which guarantee a [`MvccTables`] gives.
@@ -256,6 +262,10 @@ pub struct MvccWorker {
     created: Vec<Pending>,
     pending: VecDeque<Pending>,
     trims: VecDeque<Trim>,
+    /// Per table: versions cut off below the low-water mark, reused by the next installs.
+    spare: Vec<Vec<u64>>,
+    /// Ids retired through the epoch since the last flush.
+    deferred: usize,
     /// Writes `..locked` (in sorted order) whose heads this attempt may hold.
     locked: usize,
     /// Whether the attempt entered its commit (its slot left `Active`).
@@ -406,6 +416,8 @@ impl MvccTables {
             created: Vec::new(),
             pending: VecDeque::new(),
             trims: VecDeque::new(),
+            spare: vec![Vec::new(); self.db.tables().len()],
+            deferred: 0,
             locked: 0,
             committing: false,
             announced: false,
@@ -458,8 +470,15 @@ impl MvccTables {
             let table = self.db.table(trim.table);
             let head = table.record(trim.rid);
             if lock_live(head, worker.slot).is_some() {
-                cut(table, head, worker.low_water, u64::MAX, guard);
+                let spare = &mut worker.spare[trim.table as usize];
+                let mut cuttings = Cuttings { unreachable: spare, guard, deferred: &mut worker.deferred };
+                cut(table, head, worker.low_water, u64::MAX, &mut cuttings);
                 unlock(head);
+                let excess = spare.len().saturating_sub(SPARE_VERSIONS_MAX);
+                for id in spare.drain(..excess) {
+                    table.versions().retire(id, guard);
+                    worker.deferred += 1;
+                }
             }
         }
         let epoch = self.db.epoch();
@@ -487,11 +506,15 @@ impl MvccTables {
             };
             if removed {
                 head[super::database::META_WORD].store(chain::DEAD, Ordering::Release);
-                retire_chain(table, candidate.newest, guard);
+                worker.deferred += retire_chain(table, candidate.newest, guard) as usize + 1;
                 table.records.retire(candidate.rid, guard);
             } else {
                 unlock(head);
             }
+        }
+        if worker.deferred >= DEFERRED_PER_FLUSH {
+            guard.flush();
+            worker.deferred = 0;
         }
     }
 }
@@ -720,7 +743,7 @@ impl MvccTx<'_> {
                 Target::Version(id) => id,
                 Target::Absent => NO_VERSION,
             };
-            let id = table.versions().alloc();
+            let id = worker.spare[write.table as usize].pop().unwrap_or_else(|| table.versions().alloc());
             let row = write.kind.present_after().then(|| &worker.rows[write.row_at..write.row_at + table.row_words]);
             write_version(table.version(id), cstamp, seq, older, row);
             if worker.ssn {
@@ -731,7 +754,12 @@ impl MvccTx<'_> {
             let count = head[COUNT].load(Ordering::Relaxed) + 1;
             head[COUNT].store(count, Ordering::Relaxed);
             if count > mvcc.versions_max {
-                cut(table, head, worker.low_water, keep, &self.guard);
+                let mut cuttings = Cuttings {
+                    unreachable: &mut worker.spare[write.table as usize],
+                    guard: &self.guard,
+                    deferred: &mut worker.deferred,
+                };
+                cut(table, head, worker.low_water, keep, &mut cuttings);
             }
             unlock(head);
             worker.trace.installed(write.table, write.kind.effect(), write.key, version);
