@@ -101,7 +101,7 @@ use crossbeam::utils::CachePadded;
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
-use ordo_storage::{LeafVersion, TableId};
+use ordo_storage::{InsertError, LeafVersion, TableId};
 use ordo_workload::TableWorkload;
 
 pub use self::ssn::SSN_WORKERS_MAX;
@@ -693,17 +693,35 @@ impl MvccTx<'_> {
     /// present or absent as the write expects.
     fn lock_writes(&mut self) -> Result<(), AbortCause> {
         let mvcc = self.mvcc;
-        let worker = &mut *self.worker;
-        for i in 0..worker.writes.len() {
-            if !worker.writes[i].locks() {
+        let slot = self.worker.slot;
+        for i in 0..self.worker.writes.len() {
+            if !self.worker.writes[i].locks() {
                 continue;
             }
-            let write = worker.writes[i];
-            let table = mvcc.db.table(write.table);
-            let head = table.record(write.rid);
-            if lock_live(head, worker.slot).is_none() {
-                return Err(AbortCause::Conflict);
+            let table = mvcc.db.table(self.worker.writes[i].table);
+            while lock_live(table.record(self.worker.writes[i].rid), slot).is_none() {
+                // The record left the index since. A row present at the snapshot cannot have
+                // (only absent records are reclaimed, and only once every snapshot sees them
+                // absent): first committer wins fails. An insert goes to whatever record holds
+                // the key now, or to a new placeholder.
+                let write = self.worker.writes[i];
+                if write.kind.present_before() {
+                    return Err(AbortCause::Conflict);
+                }
+                let (rid, new_entry) = match table.index.get(write.key) {
+                    Ok(rid) => (rid, false),
+                    Err(_) => match self.new_placeholder(write.table, write.key) {
+                        Some(rid) => (rid, true),
+                        None => continue,
+                    },
+                };
+                let worker = &mut *self.worker;
+                worker.writes[i].rid = rid;
+                worker.writes[i].new_entry |= new_entry;
             }
+            let worker = &mut *self.worker;
+            let write = worker.writes[i];
+            let head = table.record(write.rid);
             worker.locked = i + 1;
             let newest = head[NEWEST].load(Ordering::Relaxed);
             let (target, cstamp) = if newest == NO_VERSION {
@@ -719,6 +737,40 @@ impl MvccTx<'_> {
             worker.writes[i].seq_before = seq;
         }
         Ok(())
+    }
+
+    /// Puts a new absent placeholder for `key` into `table_id`'s index (moving the attempt's
+    /// node-set entries for its leaf past its own insert) and returns its record, or `None`
+    /// if the key has a record (look it up again).
+    fn new_placeholder(&mut self, table_id: TableId, key: u64) -> Option<u64> {
+        let table = self.mvcc.db.table(table_id);
+        let rid = table.records.alloc();
+        super::database::write_head(table.record(rid), key, ABSENT, NO_VERSION, 0);
+        match table.index.insert(key, rid) {
+            Ok(inserted) => {
+                let worker = &mut *self.worker;
+                for (node_table, leaf) in &mut worker.nodes {
+                    if *node_table == table_id && *leaf == inserted.before {
+                        *leaf = inserted.after;
+                    }
+                }
+                worker.created.push(Pending {
+                    table: table_id,
+                    key,
+                    rid,
+                    seq: ABSENT,
+                    newest: NO_VERSION,
+                    cstamp: 0,
+                    epoch: 0,
+                });
+                Some(rid)
+            }
+            Err(InsertError::Present { .. }) => {
+                table.records.retire(rid, &self.guard);
+                None
+            }
+            Err(InsertError::Fixed) => unreachable!("a dense table has no absent keys to insert"),
+        }
     }
 
     /// Links a version stamped `cstamp` for every locked write and unlocks it; under SSN

@@ -22,13 +22,13 @@
 
 use std::sync::atomic::Ordering;
 
-use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
+use ordo_storage::{Direction, LeafVersion, TableId};
 use ordo_workload::{Aborted, Tx};
 
-use super::super::database::versioned::NO_VERSION;
-use super::super::database::{ABSENT, Table, VERSION_MASK, write_head};
+use super::super::database::{ABSENT, Table, VERSION_MASK};
+use super::super::trace::Trace;
 use super::chain::{Target, Visible, stamp_words, visible};
-use super::{MvccTables, MvccTx, MvccWorker, Pending, ReadEntry, WriteKind};
+use super::{MvccTables, MvccTx, MvccWorker, ReadEntry, WriteKind};
 use crate::interleave;
 
 /// What a lookup found.
@@ -258,37 +258,12 @@ impl Tx for MvccTx<'_> {
                     return Ok(true);
                 }
                 Found::NoRecord(_) => {
-                    let rid = table.records.alloc();
-                    write_head(table.record(rid), key, ABSENT, NO_VERSION, 0);
-                    match table.index.insert(key, rid) {
-                        Ok(inserted) => {
-                            let worker = &mut *self.worker;
-                            for (node_table, leaf) in &mut worker.nodes {
-                                if *node_table == table_id && *leaf == inserted.before {
-                                    *leaf = inserted.after;
-                                }
-                            }
-                            worker.created.push(Pending {
-                                table: table_id,
-                                key,
-                                rid,
-                                seq: ABSENT,
-                                newest: NO_VERSION,
-                                cstamp: 0,
-                                epoch: 0,
-                            });
-                            let absent = Visible { target: Target::Absent, seq: ABSENT, cstamp: 0, newest: true };
-                            worker.note_version(mvcc, table_id, key, rid, absent);
-                            worker.push_write((table_id, key, rid, WriteKind::Insert, true), row, table.row_words);
-                            return Ok(true);
-                        }
-                        Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
-                        Err(InsertError::Fixed) => {
-                            table.records.retire(rid, &self.guard);
-                            debug_assert!(false, "insert into dense table {table_id}");
-                            return Ok(false);
-                        }
-                    }
+                    let Some(rid) = self.new_placeholder(table_id, key) else { continue };
+                    let worker = &mut *self.worker;
+                    let absent = Visible { target: Target::Absent, seq: ABSENT, cstamp: 0, newest: true };
+                    worker.note_version(mvcc, table_id, key, rid, absent);
+                    worker.push_write((table_id, key, rid, WriteKind::Insert, true), row, table.row_words);
+                    return Ok(true);
                 }
             }
         }
@@ -343,32 +318,56 @@ impl Tx for MvccTx<'_> {
                 worker.in_range.push(i);
             }
         }
-        let (snapshot, ssn) = (worker.snapshot, worker.ssn);
-        let MvccWorker { reads, nodes, eta_reads, writes, rows, row, in_range, trace, .. } = worker;
+        // Own writes in scan order. They are merged with the index's entries by key: the
+        // record of an own insert may have left the index since (a tombstone reclaimed under
+        // it; commit then inserts anew), and the scan must still show it.
+        let MvccWorker { reads, nodes, eta_reads, writes, rows, row, in_range, trace, snapshot, ssn, .. } = worker;
+        let (snapshot, ssn) = (*snapshot, *ssn);
+        match direction {
+            Direction::Ascending => in_range.sort_unstable_by_key(|&i| writes[i].key),
+            Direction::Descending => in_range.sort_unstable_by_key(|&i| std::cmp::Reverse(writes[i].key)),
+        }
+        let mut next_own = 0;
         trace.scan_begin(table_id);
         let mut visited = 0;
         // The last key handed to `visit` when the scan stopped early: the range it covered
         // ends there.
         let mut stopped_at = None;
         let mut failed = None;
+        // Shows own write `i` to the scan; `false` when the scan is done.
+        let own = |i: usize, visited: &mut usize, trace: &mut Trace, visit: &mut dyn FnMut(u64, &[u64]) -> bool| {
+            let write = &writes[i];
+            if write.kind != WriteKind::InsertDelete {
+                trace.scan_own(write.key);
+            }
+            if write.kind.present_after() {
+                *visited += 1;
+                return visit(write.key, &rows[write.row_at..write.row_at + table.row_words]) && *visited < limit;
+            }
+            true
+        };
         table.index.scan(
             low,
             high,
             direction,
             &mut |key, rid| {
-                if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
-                    let write = &writes[i];
-                    if write.kind != WriteKind::InsertDelete {
-                        trace.scan_own(key);
+                while let Some(&i) = in_range.get(next_own) {
+                    let own_key = writes[i].key;
+                    let before = match direction {
+                        Direction::Ascending => own_key < key,
+                        Direction::Descending => own_key > key,
+                    };
+                    if !before && own_key != key {
+                        break;
                     }
-                    if write.kind.present_after() {
-                        visited += 1;
-                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) || visited >= limit {
-                            stopped_at = Some(key);
-                            return false;
-                        }
+                    next_own += 1;
+                    if !own(i, &mut visited, trace, visit) {
+                        stopped_at = Some(own_key);
+                        return false;
                     }
-                    return true;
+                    if own_key == key {
+                        return true;
+                    }
                 }
                 let found = match visible(&mvcc.slots, table, rid, snapshot, Some(&mut row[..])) {
                     Err(cause) => {
@@ -404,6 +403,14 @@ impl Tx for MvccTx<'_> {
                 }
             },
         );
+        if stopped_at.is_none() && failed.is_none() {
+            for &i in &in_range[next_own..] {
+                if !own(i, &mut visited, trace, visit) {
+                    stopped_at = Some(writes[i].key);
+                    break;
+                }
+            }
+        }
         if ssn {
             *eta_reads = (*eta_reads).max(absent_creator(mvcc, table_id));
         }
