@@ -10,20 +10,24 @@
 //! ```
 //!
 //! Multi-version tables ([`Database::load_versioned`], for `mvcc_si` and `ssi`) keep the same
-//! first three words in a one-line *head* and the rows in versions of a side arena, newest
-//! first (see [`versioned`]); a version never changes its row once linked, and the head's
-//! `newest` word moves to a new version only under the head's lock.
+//! first three words in a *head* and the rows in versions, newest first (see [`versioned`]). A
+//! record's head is followed by one *inline* version slot in the same arena record, which
+//! holds the version it was loaded or inserted with (one cache-line walk for rows that are
+//! read and never updated, the common case); later versions live in a side arena, and the
+//! inline slot is used again once the version in it has been cut off. A version never
+//! changes its row once linked, and the head's `newest` word moves to a new version only
+//! under the head's lock.
 //!
 //! ```text
-//!   head (8 words, table.records)                 version (table.versions, whole lines)
-//!     0 meta   lock:1 dead:1 owner                   0 cstamp   commit stamp of its writer
-//!     1 key                                          1 pstamp   SSN: latest reader's stamp
-//!     2 seq    of the newest version                 2 sstamp   SSN: overwriter's pi (or mark)
-//!     3 newest ──────────────────────────────────>   3 readers  SSN: committing readers, a bit each
-//!     4 count  versions linked                       4 seq      [absent | version]
-//!     5-7 the absent pseudo-version's pstamp,        5 older ──> next older version, none, or
-//!         sstamp, readers (before the first version)             truncated
-//!                                                    6.. row
+//!   record (table.records)                               version (inline, or table.versions)
+//!     0 meta   lock:1 dead:1 owner                         0 cstamp   commit stamp of its writer
+//!     1 key                                                1 pstamp   SSN: latest reader's stamp
+//!     2 seq    of the newest version                       2 sstamp   SSN: overwriter's pi (or mark)
+//!     3 newest ──> a version id: side, or inline          3 readers  SSN: committing readers, a bit each
+//!     4 count  versions linked [inline slot busy:1 | n]    4 seq      [absent | version]
+//!     5-7 the absent pseudo-version's pstamp, sstamp,      5 older ──> next older version, none, or
+//!         readers (the key before the first version)                   truncated
+//!     8.. the inline version slot                          6.. row
 //! ```
 //!
 //! Invariants: a record found through a table's index holds that index key in word 1; the
@@ -71,8 +75,13 @@ pub mod versioned {
     pub const HEAD_WORDS: usize = 8;
     /// The newest version's id, or [`NO_VERSION`].
     pub const NEWEST: usize = 3;
-    /// Versions linked from the head.
+    /// Versions linked from the head, and whether the inline slot holds one ([`INLINE_BUSY`]).
     pub const COUNT: usize = 4;
+    /// The bit of [`COUNT`] that says the inline slot holds a version (linked, or cut off while
+    /// an old snapshot may still read it).
+    pub const INLINE_BUSY: u64 = 1 << 63;
+    /// The bit of a version id that names the inline slot of the record in the low bits.
+    pub const INLINE: u64 = 1 << 62;
     /// The absent pseudo-version (the key before the record's first version): its pstamp,
     /// sstamp and readers words.
     pub const ABSENT_PSTAMP: usize = 5;
@@ -169,10 +178,15 @@ impl Table {
         self.versions.as_ref().expect("a multi-version table")
     }
 
-    /// The words of version `id` of a multi-version table.
+    /// The words of version `id` of a multi-version table (a side version, or a record's
+    /// inline slot).
     #[inline]
     pub fn version(&self, id: u64) -> &[AtomicU64] {
-        self.versions().words(id)
+        if id & versioned::INLINE == 0 {
+            self.versions().words(id)
+        } else {
+            &self.records.words(id & !versioned::INLINE)[versioned::HEAD_WORDS..]
+        }
     }
 
     /// Raises `retired_version_max` to at least `version`.
@@ -283,7 +297,7 @@ impl Database {
                 let (records, versions) = match layout {
                     Layout::SingleVersion { .. } => (Records::new(TABLE_HEADER_WORDS + table.row_words, hint), None),
                     Layout::Versioned => (
-                        Records::new(versioned::HEAD_WORDS, hint),
+                        Records::new(versioned::HEAD_WORDS + versioned::VERSION_HEADER_WORDS + table.row_words, hint),
                         Some(Records::new(versioned::VERSION_HEADER_WORDS + table.row_words, hint)),
                     ),
                 };
@@ -451,9 +465,9 @@ fn load_part(
         match layout {
             Layout::SingleVersion { initial_meta } => write_record(table.record(rid), initial_meta, key, 0, row),
             Layout::Versioned => {
-                let version = table.versions().alloc();
+                let version = versioned::INLINE | rid;
                 write_version(table.version(version), 0, 0, versioned::NO_VERSION, Some(row));
-                write_head(table.record(rid), key, 0, version, 1);
+                write_head(table.record(rid), key, 0, version, 1 | versioned::INLINE_BUSY);
             }
         }
         entries[table_id as usize].push((key, rid));

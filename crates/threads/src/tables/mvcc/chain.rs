@@ -21,8 +21,8 @@ use ordo_harness::AbortCause;
 use ordo_storage::epoch::Guard;
 
 use super::super::database::versioned::{
-    ABSENT_PSTAMP, ABSENT_READERS, ABSENT_SSTAMP, COUNT, CSTAMP, NEWEST, NO_VERSION, OLDER, PSTAMP, READERS, SEQ,
-    SSTAMP, TRUNCATED, VERSION_HEADER_WORDS,
+    ABSENT_PSTAMP, ABSENT_READERS, ABSENT_SSTAMP, COUNT, CSTAMP, INLINE, INLINE_BUSY, NEWEST, NO_VERSION, OLDER,
+    PSTAMP, READERS, SEQ, SSTAMP, TRUNCATED, VERSION_HEADER_WORDS,
 };
 use super::super::database::{ABSENT, META_WORD, Table};
 use super::slots::Slots;
@@ -197,20 +197,26 @@ pub fn cut(table: &Table, head: &[AtomicU64], low_water: u64, keep_max: u64, cut
                 return 0;
             }
             version[OLDER].store(TRUNCATED, Ordering::Release);
-            head[COUNT].store(kept, Ordering::Relaxed);
+            let mut inline_busy = head[COUNT].load(Ordering::Relaxed) & INLINE_BUSY;
             let mut cut = 0;
             let mut id = older;
             while id != NO_VERSION && id != TRUNCATED {
                 let older = table.version(id)[OLDER].load(Ordering::Relaxed);
-                if unreachable {
-                    cuttings.unreachable.push(id);
-                } else {
-                    table.versions().retire(id, cuttings.guard);
-                    *cuttings.deferred += 1;
+                match (id & INLINE != 0, unreachable) {
+                    // The inline slot is free again once nobody can reach it; cut off from a
+                    // snapshot that may still read it, it stays busy for the record's life.
+                    (true, true) => inline_busy = 0,
+                    (true, false) => {}
+                    (false, true) => cuttings.unreachable.push(id),
+                    (false, false) => {
+                        table.versions().retire(id, cuttings.guard);
+                        *cuttings.deferred += 1;
+                    }
                 }
                 cut += 1;
                 id = older;
             }
+            head[COUNT].store(kept | inline_busy, Ordering::Relaxed);
             return cut;
         }
         id = older;
@@ -218,14 +224,28 @@ pub fn cut(table: &Table, head: &[AtomicU64], low_water: u64, keep_max: u64, cut
     0
 }
 
-/// Retires version `id` and every older version linked from it; returns how many.
+/// Retires version `id` and every older version linked from it (but the inline slot, which
+/// goes with its record); returns how many.
 pub fn retire_chain(table: &Table, mut id: u64, guard: &Guard) -> u64 {
     let mut retired = 0;
     while id != NO_VERSION && id != TRUNCATED {
         let older = table.version(id)[OLDER].load(Ordering::Relaxed);
-        table.versions().retire(id, guard);
-        retired += 1;
+        if id & INLINE == 0 {
+            table.versions().retire(id, guard);
+            retired += 1;
+        }
         id = older;
     }
     retired
+}
+
+/// The version id a new version of record `rid` (locked) gets: its inline slot if free
+/// (then marked busy), else a spare or a fresh side version.
+pub fn new_version(table: &Table, rid: u64, head: &[AtomicU64], spare: &mut Vec<u64>) -> u64 {
+    let count = head[COUNT].load(Ordering::Relaxed);
+    if count & INLINE_BUSY == 0 {
+        head[COUNT].store(count | INLINE_BUSY, Ordering::Relaxed);
+        return INLINE | rid;
+    }
+    spare.pop().unwrap_or_else(|| table.versions().alloc())
 }

@@ -795,7 +795,7 @@ impl MvccTx<'_> {
                 Target::Version(id) => id,
                 Target::Absent => NO_VERSION,
             };
-            let id = worker.spare[write.table as usize].pop().unwrap_or_else(|| table.versions().alloc());
+            let id = chain::new_version(table, write.rid, head, &mut worker.spare[write.table as usize]);
             let row = write.kind.present_after().then(|| &worker.rows[write.row_at..write.row_at + table.row_words]);
             write_version(table.version(id), cstamp, seq, older, row);
             if worker.ssn {
@@ -805,7 +805,7 @@ impl MvccTx<'_> {
             head[NEWEST].store(id, Ordering::Release);
             let count = head[COUNT].load(Ordering::Relaxed) + 1;
             head[COUNT].store(count, Ordering::Relaxed);
-            if count > mvcc.versions_max {
+            if count & !versioned::INLINE_BUSY > mvcc.versions_max {
                 let mut cuttings = Cuttings {
                     unreachable: &mut worker.spare[write.table as usize],
                     guard: &self.guard,
