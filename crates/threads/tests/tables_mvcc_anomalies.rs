@@ -137,7 +137,11 @@ fn run_script<P: TableProtocol>(protocol: &P, transactions: usize, script: &[(us
 }
 
 /// Runs `script` one transaction after the other (each must commit), then interleaved.
-fn serial_then_interleaved<P: TableProtocol>(build: &dyn Fn() -> P, transactions: usize, script: &[(usize, Op)]) -> Ran {
+fn serial_then_interleaved<P: TableProtocol>(
+    build: &dyn Fn() -> P,
+    transactions: usize,
+    script: &[(usize, Op)],
+) -> Ran {
     let mut serial = script.to_vec();
     serial.sort_by_key(|&(t, _)| t);
     let alone = run_script(&build(), transactions, &serial);
@@ -273,9 +277,12 @@ fn read_skew<P: TableProtocol>(build: &dyn Fn() -> P) -> bool {
     ran.committed[0] && ran.seen[0].len() == 2 && ran.seen[0][0] != ran.seen[0][1]
 }
 
+/// A named scenario: whether it observed its anomaly, on protocols `build` makes.
+type Scenario<P> = (&'static str, fn(&dyn Fn() -> P) -> bool);
+
 /// Every scenario; returns the anomalies observed, by name.
 fn anomalies<P: TableProtocol>(build: &dyn Fn() -> P) -> Vec<&'static str> {
-    let scenarios: [(&str, fn(&dyn Fn() -> P) -> bool); 8] = [
+    let scenarios: [Scenario<P>; 8] = [
         ("dirty_read", dirty_read),
         ("lost_update", lost_update),
         ("read_skew", read_skew),

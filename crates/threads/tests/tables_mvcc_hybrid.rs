@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ordo_harness::AbortCause;
 use ordo_threads::tables::driver::{Finished, run_transaction};
-use ordo_threads::tables::{
-    Epochs, Index, Isolation, MvccTables, SiloTables, TableProtocol, WorkerOptions, driver,
-};
+use ordo_threads::tables::{Epochs, Index, Isolation, MvccTables, SiloTables, TableProtocol, WorkerOptions, driver};
 use ordo_workload::{Binding, HybridConfig, Scratch, TableWorkload, Tpcc, TpccConfig, TpccScale, Txn, rng_from_seed};
 
 const THREADS: usize = 2;
@@ -78,11 +76,18 @@ fn run_counting<P: TableProtocol>(protocol: &P, workload: &Tpcc) -> Counts {
                     for _ in 0..TRANSACTIONS_PER_THREAD {
                         workload.generate(&mut rng, index, &mut txn);
                         let procedure = names[usize::from(txn.procedure)];
-                        let (finished, _) =
-                            run_transaction(protocol, &mut worker, workload, &txn, &mut scratch, &mut row, |r, cause| {
+                        let (finished, _) = run_transaction(
+                            protocol,
+                            &mut worker,
+                            workload,
+                            &txn,
+                            &mut scratch,
+                            &mut row,
+                            |r, cause| {
                                 *counts.aborts.entry((procedure, cause)).or_default() += 1;
                                 r < ATTEMPTS_MAX
-                            });
+                            },
+                        );
                         match finished {
                             Finished::Committed => *counts.commits.entry(procedure).or_default() += 1,
                             Finished::UserAborted => {}

@@ -95,7 +95,8 @@ fn a_queue_keeps_records_and_versions_bounded() {
         let (mut txn, mut scratch, mut row) = (Txn::default(), Scratch::default(), Vec::new());
         txn.procedure = 0;
         for step in 0..QUEUE_STEPS {
-            let (finished, _) = run_transaction(&mvcc, &mut worker, &workload, &txn, &mut scratch, &mut row, |r, _| r < 3);
+            let (finished, _) =
+                run_transaction(&mvcc, &mut worker, &workload, &txn, &mut scratch, &mut row, |r, _| r < 3);
             assert_eq!(finished, Finished::Committed, "{isolation:?} step {step}");
         }
         mvcc.collect_all(&mut worker);
@@ -193,7 +194,11 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
                                 std::thread::yield_now();
                                 r < SHARED_QUEUE_ATTEMPTS_MAX
                             });
-                        assert_eq!(finished, Finished::Committed, "worker {index} step {step} after {restarts} restarts");
+                        assert_eq!(
+                            finished,
+                            Finished::Committed,
+                            "worker {index} step {step} after {restarts} restarts"
+                        );
                     }
                     mvcc.quiesce(&mut worker);
                 });

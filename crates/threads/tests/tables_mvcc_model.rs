@@ -125,7 +125,8 @@ fn scenario(isolation: Isolation, versions_max: usize, seed: u64) {
             if rng.random_bool(0.1) {
                 let attempt = live[at].take().expect("live");
                 finish(&mut model, attempt, isolation, rng.random_bool(0.85), &context);
-            } else if let Err(may_conflict) = operate(&model, live[at].as_mut().expect("live"), &mut rng, step, &context)
+            } else if let Err(may_conflict) =
+                operate(&model, live[at].as_mut().expect("live"), &mut rng, step, &context)
             {
                 let cause = live[at].take().expect("live").tx.abort();
                 match cause {
@@ -146,7 +147,9 @@ fn scenario(isolation: Isolation, versions_max: usize, seed: u64) {
     assert_eq!(&mvcc.database().rows(TABLE), last, "{isolation:?} seed {seed}: the final table differs");
     let Model { commits, refused, too_old, .. } = model;
     assert!(commits > STEPS / 60, "{isolation:?} seed {seed}: only {commits} commits ({refused} refused)");
-    println!("{isolation:?} versions {versions_max} seed {seed}: {commits} commits, {refused} refused, {too_old} too old");
+    println!(
+        "{isolation:?} versions {versions_max} seed {seed}: {commits} commits, {refused} refused, {too_old} too old"
+    );
     if record {
         let mut history: Vec<_> = workers.iter_mut().flat_map(|w| std::mem::take(w.history())).collect();
         history.sort_unstable_by_key(|entry| entry.id);

@@ -67,9 +67,10 @@ fn single_worker_matches_memory_db<P: TableProtocol>(protocol: &P, workload: &Tp
     for i in 0..count {
         workload.generate(&mut rng, i % 4, &mut txn);
         let expected = memory.run(workload, &txn, &mut memory_scratch);
-        let (finished, restarts) = run_transaction(protocol, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| {
-            r < ALONE_ATTEMPTS_MAX
-        });
+        let (finished, restarts) =
+            run_transaction(protocol, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| {
+                r < ALONE_ATTEMPTS_MAX
+            });
         let finished_as = match finished {
             Finished::Committed => Outcome::Commit,
             Finished::UserAborted => Outcome::UserAbort,

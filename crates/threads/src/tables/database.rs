@@ -416,7 +416,9 @@ impl Database {
             &mut |key, rid| {
                 let words = table.record(rid);
                 let (seq, row) = match self.layout {
-                    Layout::SingleVersion { .. } => (words[SEQ_WORD].load(Ordering::Acquire), &words[TABLE_HEADER_WORDS..]),
+                    Layout::SingleVersion { .. } => {
+                        (words[SEQ_WORD].load(Ordering::Acquire), &words[TABLE_HEADER_WORDS..])
+                    }
                     Layout::Versioned => {
                         let newest = words[versioned::NEWEST].load(Ordering::Acquire);
                         if newest == versioned::NO_VERSION {

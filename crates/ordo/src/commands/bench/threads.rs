@@ -231,7 +231,8 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
                 for (&threads, &(protocol, _)) in t.threads.iter().flat_map(|n| std::iter::repeat(n).zip(protocols)) {
-                    let config = TablesConfig { protocol, threads, index, versions: t.versions, ..TablesConfig::default() };
+                    let config =
+                        TablesConfig { protocol, threads, index, versions: t.versions, ..TablesConfig::default() };
                     let mut label = vec![("protocol".to_owned(), config.label())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));

@@ -61,11 +61,7 @@ pub fn stamp_words(table: &Table, rid: u64, target: Target) -> StampWords<'_> {
         }
         Target::Absent => {
             let words = table.record(rid);
-            StampWords {
-                pstamp: &words[ABSENT_PSTAMP],
-                sstamp: &words[ABSENT_SSTAMP],
-                readers: &words[ABSENT_READERS],
-            }
+            StampWords { pstamp: &words[ABSENT_PSTAMP], sstamp: &words[ABSENT_SSTAMP], readers: &words[ABSENT_READERS] }
         }
     }
 }

@@ -104,13 +104,11 @@ use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{InsertError, LeafVersion, TableId};
 use ordo_workload::TableWorkload;
 
-pub use self::ssn::SSN_WORKERS_MAX;
 use self::chain::{Cuttings, Target, cut, lock_live, retire_chain, unlock};
 use self::slots::{Phase, Slots};
+pub use self::ssn::SSN_WORKERS_MAX;
 use super::database::versioned::{COUNT, CSTAMP, NEWEST, NO_VERSION};
-use super::database::{
-    ABSENT, Database, Index, KEY_WORD, LoadError, SEQ_WORD, VERSION_MASK, versioned, write_version,
-};
+use super::database::{ABSENT, Database, Index, KEY_WORD, LoadError, SEQ_WORD, VERSION_MASK, versioned, write_version};
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 use super::silo::TABLE_WORKERS_MAX;

@@ -94,12 +94,10 @@ impl MvccTables {
                 continue;
             }
             match status.phase {
-                // Its stamp is being drawn and may be below ours.
-                Phase::Committing => spin.wait(),
-                Phase::Stamped if status.cstamp > bound => return Overwriter::NoneBefore,
-                Phase::Stamped => spin.wait(),
-                Phase::Committed if status.cstamp > bound => return Overwriter::NoneBefore,
+                Phase::Stamped | Phase::Committed if status.cstamp > bound => return Overwriter::NoneBefore,
                 Phase::Committed => return Overwriter::Committed(status.sstamp),
+                // Its stamp is being drawn and may be below ours, or it is deciding.
+                Phase::Committing | Phase::Stamped => spin.wait(),
                 // The mark is older than the status (that attempt gave up, or a later one of
                 // the same worker has not announced yet: it will be stamped after us).
                 Phase::Idle | Phase::Active | Phase::Aborted => return Overwriter::NoneBefore,
@@ -267,8 +265,8 @@ impl MvccTables {
                 if words.sstamp.load(Ordering::SeqCst) != seen {
                     continue;
                 }
-                let deciding = status.phase == Phase::Committing
-                    || (status.phase == Phase::Stamped && status.cstamp < cstamp);
+                let deciding =
+                    status.phase == Phase::Committing || (status.phase == Phase::Stamped && status.cstamp < cstamp);
                 if !deciding {
                     break;
                 }

@@ -43,7 +43,13 @@ enum Found {
 /// Under SSN, records that leaf `leaf` of `table` was looked at by a snapshot at `snapshot`
 /// (into `nodes`, its stamp raised to the snapshot). The caller also folds the table's
 /// retired stamp into the attempt's eta ([`absent_creator`]).
-fn note_leaf(mvcc: &MvccTables, snapshot: u64, nodes: &mut Vec<(TableId, LeafVersion)>, table: TableId, leaf: LeafVersion) {
+fn note_leaf(
+    mvcc: &MvccTables,
+    snapshot: u64,
+    nodes: &mut Vec<(TableId, LeafVersion)>,
+    table: TableId,
+    leaf: LeafVersion,
+) {
     if nodes.last() != Some(&(table, leaf)) {
         nodes.push((table, leaf));
     }
