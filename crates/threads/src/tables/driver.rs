@@ -40,6 +40,7 @@ use rand::Rng;
 
 use super::database::{Index, LoadError};
 use super::epoch::Epochs;
+use super::mvcc::{Isolation, MvccTables, SSN_WORKERS_MAX, VERSIONS_MIN};
 use super::protocol::{TableProtocol, WorkerOptions};
 use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
@@ -75,6 +76,8 @@ pub struct TablesConfig {
     pub epoch_ms: u64,
     /// Threads that load the database (`None`: as many as workers, at least 2).
     pub load_threads: Option<usize>,
+    /// `mvcc_si`, `ssi`: most versions a record keeps.
+    pub versions: usize,
 }
 
 impl Default for TablesConfig {
@@ -87,6 +90,7 @@ impl Default for TablesConfig {
             index: Index::Tree,
             epoch_ms: EPOCH_MS_DEFAULT,
             load_threads: None,
+            versions: super::mvcc::VERSIONS_DEFAULT,
         }
     }
 }
@@ -210,9 +214,23 @@ pub fn run(
                 SerialTables::load(workload.as_ref(), config.index, load_threads, Epochs::clock(config.epoch_ms))?;
             Ok(run.drive(&serial))
         }
-        other => Err(TablesError::Config(format!(
-            "protocol {other} does not run on tables yet; on tables: silo (or --index array with a key-value workload)"
-        ))),
+        ProtocolKind::MvccSi | ProtocolKind::Ssi => {
+            let isolation =
+                if config.protocol == ProtocolKind::Ssi { Isolation::SerialSafetyNet } else { Isolation::Snapshot };
+            if isolation == Isolation::SerialSafetyNet && threads > SSN_WORKERS_MAX {
+                return Err(TablesError::Config(format!("ssi runs at most {SSN_WORKERS_MAX} threads, not {threads}")));
+            }
+            if config.versions < VERSIONS_MIN {
+                return Err(TablesError::Config(format!(
+                    "versions must be at least {VERSIONS_MIN}, not {}",
+                    config.versions
+                )));
+            }
+            let epochs = Epochs::clock(config.epoch_ms);
+            let mvcc =
+                MvccTables::load(workload.as_ref(), config.index, load_threads, epochs, isolation, config.versions)?;
+            Ok(run.drive(&mvcc))
+        }
     }
 }
 

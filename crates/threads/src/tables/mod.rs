@@ -26,6 +26,9 @@
 //!   [`scan`] (a range scan merged with own writes, for the protocols that read without
 //!   locks), [`reclaim`] (tombstones and aborted placeholders leave the index an epoch later),
 //!   [`trace`] (histories), [`protocol`] (the interface the driver and tests use).
+//! * [`mvcc`]: multi-version tables: snapshot isolation (`mvcc_si`) and the Serial Safety
+//!   Net (`ssi`, ERMIA's parallel commit without a latch), version chains trimmed behind the
+//!   oldest snapshot, phantoms by node sets and leaf stamps under `ssi`.
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
@@ -47,6 +50,7 @@
 pub mod database;
 pub mod driver;
 pub mod epoch;
+pub mod mvcc;
 pub mod protocol;
 pub mod reclaim;
 pub mod scan;
@@ -60,6 +64,7 @@ pub mod writes;
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
+pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use serial::{SerialTables, SerialTx};
 pub use silo::{SiloTables, SiloTx};

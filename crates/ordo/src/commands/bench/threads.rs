@@ -9,9 +9,9 @@
 //! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
 //! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
 //! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
-//! `tpcc-hybrid` always run there). On tables `silo`, `tictoc`, `no_wait`, `wait_die` and
-//! `serial` run (not `reorder` yet); the others are refused there with a clear error. Every
-//! result records its index as `config.index`.
+//! `tpcc-hybrid` always run there). Every protocol runs on tables, `reorder` included
+//! (`--versions` caps the versions an MVCC record keeps). Every result records its index as
+//! `config.index`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -204,16 +204,6 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
 /// over the storage engine, one run per thread count and (tpcc-hybrid) contention degree.
 fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
     let t = &args.threads;
-    let on_tables = [ProtocolKind::Silo, ProtocolKind::TicToc, ProtocolKind::NoWait, ProtocolKind::WaitDie];
-    if let Some(&(protocol, reorder)) =
-        protocols.iter().find(|&&(p, reorder)| reorder || !(on_tables.contains(&p) || p == ProtocolKind::Serial))
-    {
-        bail!(
-            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo, tictoc, \
-             no_wait, wait_die or serial so far, not {}; the others run key-value workloads on --index array",
-            if reorder { "reorder".to_owned() } else { protocol.to_string() }
-        );
-    }
     if t.prefetch.iter().any(|&on| on) {
         bail!("--prefetch is for the flat store (--index array)");
     }
@@ -233,14 +223,22 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 let mut workload = args.workload.clone();
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-                for (&threads, &(protocol, _)) in
+                for (&threads, &(protocol, reorder)) in
                     t.threads.iter().flat_map(|threads| protocols.iter().map(move |p| (threads, p)))
                 {
                     if protocol == ProtocolKind::Serial && threads != t.threads[0] {
                         continue; // serial runs one thread whatever the sweep says
                     }
-                    let config = TablesConfig { protocol, threads, index, ..TablesConfig::default() };
-                    let mut label = vec![("protocol".to_owned(), protocol.name().to_owned())];
+                    let config = TablesConfig {
+                        protocol,
+                        reorder,
+                        batch: (t.batch > 0).then_some(t.batch),
+                        threads,
+                        index,
+                        versions: t.versions,
+                        ..TablesConfig::default()
+                    };
+                    let mut label = vec![("protocol".to_owned(), config.label())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
                     }
@@ -273,8 +271,14 @@ fn planned_table_run(
     for (name, value) in workload_args.describe() {
         knobs.insert(name.into(), value);
     }
-    knobs.insert("protocol".into(), config.protocol.name().into());
-    knobs.insert("reorder".into(), false.into());
+    knobs.insert("protocol".into(), config.label().into());
+    knobs.insert("reorder".into(), config.reorder.into());
+    if config.reorder {
+        knobs.insert("batch".into(), config.effective_batch().into());
+    }
+    if config.protocol != ProtocolKind::Silo {
+        knobs.insert("versions".into(), config.versions.into());
+    }
     knobs.insert("threads".into(), config.threads.into());
     knobs.insert("index".into(), config.index.name().into());
     knobs.insert("epoch_ms".into(), config.epoch_ms.into());
@@ -284,7 +288,7 @@ fn planned_table_run(
     if !workload_args.is_tpcc() {
         knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
     }
-    let info = args.run_info("threads", workload_args.name(), config.protocol.name().into(), theta, knobs);
+    let info = args.run_info("threads", workload_args.name(), config.label(), theta, knobs);
     let workload_args = workload_args.clone();
     Planned {
         info: info.clone(),
@@ -307,7 +311,7 @@ fn planned_table_run(
             bar.suspend(|| {
                 eprintln!(
                     "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
-                    config.protocol,
+                    config.label(),
                     config.index.name(),
                     report.load_s,
                     consistency.checked.join(", ")
