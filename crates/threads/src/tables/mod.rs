@@ -39,11 +39,12 @@ pub mod driver;
 pub mod epoch;
 pub mod protocol;
 pub mod silo;
+pub mod simulate;
 pub mod trace;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
-pub use silo::{SiloTables, SiloTx};
+pub use silo::{SiloFaults, SiloTables, SiloTx};
 pub use trace::Trace;

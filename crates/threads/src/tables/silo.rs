@@ -54,6 +54,12 @@
 //!
 //! The epoch is the database's ([`super::epoch`]): a clock of the engine's choosing, or a
 //! manual one that tests and the simulator advance themselves.
+//!
+//! Yield points ([`crate::interleave::point`], a no-op outside the interleaving simulator):
+//! after each lock and after read-set and node-set validation in commit, after each install,
+//! and in reclamation once a candidate is locked, so the simulator can run other workers
+//! between those phases. [`SiloFaults`] switches validation steps off, for the tests that show
+//! the simulator catches the broken protocol.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
@@ -64,6 +70,7 @@ use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
 use ordo_workload::{Aborted, Tx};
 
+use crate::interleave;
 use crate::protocol::Spin;
 
 use super::database::{
@@ -94,6 +101,19 @@ pub const INITIAL_META: u64 = LATEST;
 #[derive(Debug)]
 pub struct SiloTables {
     db: Database,
+    faults: SiloFaults,
+}
+
+/// Validation steps a test may switch off, to show that the interleaving simulator and the
+/// checker catch the protocol that results (fault injection, as for a log device; nothing
+/// outside tests sets them). The default injects nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SiloFaults {
+    /// Skip node-set validation at commit: scans and reads of absent keys lose their phantom
+    /// protection.
+    pub skip_node_validation: bool,
+    /// Skip read-set validation at commit: reads of present rows may go stale.
+    pub skip_read_validation: bool,
 }
 
 /// What a buffered write does, and what it needs at commit.
@@ -294,7 +314,14 @@ impl SiloTables {
         epochs: Epochs,
     ) -> Result<Self, LoadError> {
         let db = Database::load(workload, index, load_threads, INITIAL_META, epochs)?;
-        Ok(SiloTables { db })
+        Ok(SiloTables { db, faults: SiloFaults::default() })
+    }
+
+    /// The same protocol with `faults` injected (tests only: see [`SiloFaults`]).
+    #[must_use]
+    pub fn with_faults(mut self, faults: SiloFaults) -> Self {
+        self.faults = faults;
+        self
     }
 
     pub fn database(&self) -> &Database {
@@ -360,6 +387,7 @@ impl SiloTables {
             // A dead record was reclaimed by another worker that also left it absent; it may
             // be recycled at any time, so it is never locked here.
             let Some(meta) = lock_live_record(words) else { continue };
+            interleave::point();
             let reclaimable = words[SEQ_WORD].load(Ordering::Relaxed) == candidate.seq
                 && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key
                 && {
@@ -476,16 +504,19 @@ impl SiloTx<'_> {
             if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
                 return Err(Aborted);
             }
+            interleave::point();
         }
         fence(Ordering::SeqCst);
         let epoch = self.silo.epoch();
         let mut tid_max = worker.last_tid;
+        let faults = self.silo.faults;
         for read in &worker.reads {
             let meta = db.table(read.table).record(read.rid)[META_WORD].load(Ordering::Acquire);
-            if meta & !LOCK != read.meta {
+            if meta & !LOCK != read.meta && !faults.skip_read_validation {
                 return Err(Aborted);
             }
             if meta & LOCK != 0
+                && !faults.skip_read_validation
                 && worker
                     .writes
                     .binary_search_by_key(&(read.table, read.key), |w| (w.table, w.key))
@@ -496,11 +527,13 @@ impl SiloTx<'_> {
             }
             tid_max = tid_max.max(read.meta & TID_MASK);
         }
+        interleave::point();
         for &(table, leaf) in &worker.nodes {
-            if db.table(table).index.version(leaf.leaf) != leaf.version {
+            if db.table(table).index.version(leaf.leaf) != leaf.version && !faults.skip_node_validation {
                 return Err(Aborted);
             }
         }
+        interleave::point();
         for write in &worker.writes {
             tid_max = tid_max.max(write.locked_meta & TID_MASK);
         }
@@ -540,6 +573,7 @@ impl SiloTx<'_> {
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
             worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            interleave::point();
         }
         worker.locked = 0;
         worker.last_tid = tid;
