@@ -460,7 +460,10 @@ fn silo_with_validation_switched_off_shows_anomalies() {
     assert_eq!(nodes_off, ["phantom"]);
     // A key read absent is protected twice: by the node set where it had no record, by the
     // read set where it had a placeholder.
-    let both_off = anomalies(broken(SiloFaults { skip_node_validation: true, skip_read_validation: true }), false);
+    let both_off = anomalies(
+        broken(SiloFaults { skip_node_validation: true, skip_read_validation: true, ..SiloFaults::default() }),
+        false,
+    );
     assert_eq!(
         both_off,
         ["lost_update", "read_skew", "write_skew", "phantom", "phantom_delete", "phantom_absent_read"]

@@ -114,6 +114,11 @@ pub struct SiloFaults {
     pub skip_node_validation: bool,
     /// Skip read-set validation at commit: reads of present rows may go stale.
     pub skip_read_validation: bool,
+    /// In read-set validation, ignore a record locked by another committer whose TID has not
+    /// changed yet (Silo §4.4 aborts): two committers that each read what the other writes can
+    /// then both commit. Only an interleaving that stops a committer between validation and
+    /// install shows it.
+    pub ignore_foreign_locks: bool,
 }
 
 /// What a buffered write does, and what it needs at commit.
@@ -517,6 +522,7 @@ impl SiloTx<'_> {
             }
             if meta & LOCK != 0
                 && !faults.skip_read_validation
+                && !faults.ignore_foreign_locks
                 && worker
                     .writes
                     .binary_search_by_key(&(read.table, read.key), |w| (w.table, w.key))
