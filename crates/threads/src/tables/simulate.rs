@@ -62,7 +62,7 @@ pub const WORKERS_MAX: usize = 4;
 /// Most transactions per worker.
 pub const TRANSACTIONS_PER_WORKER_MAX: usize = 10;
 /// Events kept for a failure's report (the last ones).
-const EVENTS_SHOWN_MAX: usize = 60;
+pub const EVENTS_SHOWN_MAX: usize = 60;
 
 /// What a run did, when every oracle passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
