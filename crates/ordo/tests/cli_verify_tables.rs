@@ -68,8 +68,8 @@ fn ycsb_e_histories_on_tables_verify_for_every_protocol() {
 
         assert!(plant_phantom(&mut entries), "{protocol}: some scan returned a row inserted during the run");
         let doctored = dir.path().join(format!("{protocol}-phantom.jsonl"));
-        let text: String = entries.iter().map(|entry| format!("{entry}\n")).collect();
-        std::fs::write(&doctored, text).unwrap();
+        let lines: Vec<String> = entries.iter().map(Value::to_string).collect();
+        std::fs::write(&doctored, lines.join("\n") + "\n").unwrap();
         ordo().arg("check").arg(&doctored).assert().failure().stderr(contains("phantom"));
     }
 }
