@@ -20,7 +20,8 @@
 //!     3. serializable protocols: a serial order of the committed transactions reproduces every
 //!        answer each of them got and leaves exactly the engine's tables (replay)
 //!     4. the workload's invariants hold (sum, rows intact, index = rows; group cap when serializable)
-//!     5. liveness: no transaction restarts more than RESTARTS_MAX times, no run exceeds STEPS_MAX steps
+//!     5. liveness: no transaction restarts more than RESTARTS_MAX times, no run exceeds STEPS_MAX
+//!        steps, no worker panics (a protocol's assertion)
 //! ```
 //!
 //! The schedule's knobs are themselves drawn from the seed, so seeds differ in kind as well as
@@ -149,6 +150,39 @@ impl Knobs {
     }
 }
 
+/// What one seed fixes before anything runs: the database, the transactions and the
+/// schedule's knobs (the schedule's own draws come from `schedule_rng` as the run goes).
+struct Plan {
+    workload: SimWorkload,
+    /// Each worker's transactions, in order.
+    txns: Vec<Vec<Txn>>,
+    knobs: Knobs,
+    schedule_rng: WorkloadRng,
+}
+
+impl Plan {
+    fn draw(seed: u64, concurrent: bool) -> Self {
+        let mut workload_rng = rng_from_seed(seed);
+        let mut schedule_rng = rng_from_seed(seed ^ 0x5ced_u64.rotate_left(40));
+        let workload = SimWorkload::new(SimShape::draw(&mut workload_rng), &mut workload_rng);
+        let workers = if concurrent { workload_rng.random_range(2..=WORKERS_MAX) } else { 1 };
+        let per_worker = workload_rng.random_range(3..=TRANSACTIONS_PER_WORKER_MAX);
+        let txns = (0..workers)
+            .map(|worker| {
+                (0..per_worker)
+                    .map(|_| {
+                        let mut txn = Txn::default();
+                        workload.generate(&mut workload_rng, worker, &mut txn);
+                        txn
+                    })
+                    .collect()
+            })
+            .collect();
+        let knobs = Knobs::draw(&mut schedule_rng);
+        Plan { workload, txns, knobs, schedule_rng }
+    }
+}
+
 /// What the workers share.
 struct Shared<'a, P> {
     protocol: &'a P,
@@ -167,10 +201,20 @@ impl<P> Shared<'_, P> {
 /// What one worker brings back.
 struct WorkerRun<W> {
     state: W,
+    /// Its commits, each with its place in the run's commit order.
     committed: Vec<(u64, CommittedTxn)>,
     aborts: usize,
     user_aborts: usize,
     livelock: Option<String>,
+}
+
+/// A finished run, before the oracles look at it.
+struct Run<W> {
+    workers: Vec<WorkerRun<W>>,
+    events: Vec<Event>,
+    steps: u64,
+    epochs_advanced: u64,
+    fingerprint: DefaultHasher,
 }
 
 /// Runs the simulation of `seed` on the protocol `build` makes (from the workload to load and a
@@ -179,48 +223,30 @@ pub fn simulate<P: TableProtocol>(
     seed: u64,
     build: impl FnOnce(&dyn TableWorkload, Epochs) -> P,
 ) -> Result<SimReport, SimFailure> {
-    let mut workload_rng = rng_from_seed(seed);
-    let mut schedule_rng = rng_from_seed(seed ^ 0x5ced_u64.rotate_left(40));
-    let shape = SimShape::draw(&mut workload_rng);
-    let mut workload = SimWorkload::new(shape, &mut workload_rng);
-    let workers = if P::CONCURRENT { workload_rng.random_range(2..=WORKERS_MAX) } else { 1 };
-    let per_worker = workload_rng.random_range(3..=TRANSACTIONS_PER_WORKER_MAX);
-    let txns: Vec<Vec<Txn>> = (0..workers)
-        .map(|worker| {
-            (0..per_worker)
-                .map(|_| {
-                    let mut txn = Txn::default();
-                    workload.generate(&mut workload_rng, worker, &mut txn);
-                    txn
-                })
-                .collect()
-        })
-        .collect();
-    let knobs = Knobs::draw(&mut schedule_rng);
-    let protocol = build(&workload, Epochs::manual());
-    let serializable = protocol.kind().serializable();
-    workload.check_cap = serializable;
-    let shared = Shared {
-        protocol: &protocol,
-        workload: &workload,
-        workers,
-        events: Mutex::default(),
-        commits: AtomicU64::new(0),
-    };
-    let mut fingerprint = DefaultHasher::new();
-    let fail = |oracle: &'static str, detail: String, events: &[Event]| SimFailure {
-        seed,
-        oracle,
-        detail,
-        events: events[events.len().saturating_sub(EVENTS_SHOWN_MAX)..].iter().map(|e| format!("{e:?}")).collect(),
-    };
+    let mut plan = Plan::draw(seed, P::CONCURRENT);
+    let protocol = build(&plan.workload, Epochs::manual());
+    plan.workload.check_cap = protocol.kind().serializable();
+    let run = drive(seed, &protocol, &mut plan)?;
+    judge(seed, &protocol, &plan, run)
+}
 
-    // The run: the driver hands out turns until every worker is done.
+fn failure(seed: u64, oracle: &'static str, detail: String, events: &[Event]) -> SimFailure {
+    let shown = &events[events.len().saturating_sub(EVENTS_SHOWN_MAX)..];
+    SimFailure { seed, oracle, detail, events: shown.iter().map(|event| format!("{event:?}")).collect() }
+}
+
+/// Hands out turns until every worker is done: each step may advance the epoch and recycle
+/// retired slots, then gives the turn to the running worker again or to another.
+fn drive<P: TableProtocol>(seed: u64, protocol: &P, plan: &mut Plan) -> Result<Run<P::Worker>, SimFailure> {
+    let workers = plan.txns.len();
+    let shared =
+        Shared { protocol, workload: &plan.workload, workers, events: Mutex::default(), commits: AtomicU64::new(0) };
+    let (knobs, rng) = (plan.knobs, &mut plan.schedule_rng);
     let turns = Turns::new(workers);
-    let mut steps = 0u64;
-    let mut epochs_advanced = 0u64;
-    let (runs, stuck) = std::thread::scope(|scope| {
-        let handles: Vec<_> = txns
+    let (mut steps, mut epochs_advanced, mut fingerprint) = (0u64, 0u64, DefaultHasher::new());
+    let (runs, stopped) = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .txns
             .iter()
             .enumerate()
             .map(|(worker, txns)| {
@@ -229,61 +255,71 @@ pub fn simulate<P: TableProtocol>(
             })
             .collect();
         let mut current = None;
-        let mut stuck = None;
+        let mut stopped = None;
         loop {
             let runnable: Vec<usize> = (0..workers).filter(|&w| !turns.finished(w)).collect();
             if runnable.is_empty() {
                 break;
             }
             if steps >= STEPS_MAX {
-                stuck = Some(format!("{STEPS_MAX} steps and workers {runnable:?} still running"));
+                stopped = Some(("liveness", format!("{STEPS_MAX} steps and workers {runnable:?} still running")));
                 turns.abandon();
                 break;
             }
             steps += 1;
-            if schedule_rng.random_bool(knobs.epoch) {
+            if rng.random_bool(knobs.epoch) {
                 let epoch = protocol.database().epochs().advance();
                 epochs_advanced += 1;
                 shared.event(Event::Epoch(epoch));
             }
-            if schedule_rng.random_bool(knobs.recycle) {
+            if rng.random_bool(knobs.recycle) {
                 ordo_storage::epoch::flush();
                 shared.event(Event::Recycle);
             }
             let next = match current {
-                Some(w) if runnable.contains(&w) && schedule_rng.random_bool(knobs.stay) => w,
-                _ => runnable[schedule_rng.random_range(0..runnable.len())],
+                Some(w) if runnable.contains(&w) && rng.random_bool(knobs.stay) => w,
+                _ => runnable[rng.random_range(0..runnable.len())],
             };
             current = Some(next);
             let stop = turns.resume(next);
             (next, &stop).hash(&mut fingerprint);
             if let Stop::Finished(Err(message)) = stop {
-                stuck = Some(format!("worker {next} panicked: {message}"));
+                stopped = Some(("panic", format!("worker {next} panicked: {message}")));
                 turns.abandon();
                 break;
             }
         }
         let runs: Vec<Option<WorkerRun<P::Worker>>> =
             handles.into_iter().map(|h| h.join().expect("a simulated worker thread")).collect();
-        (runs, stuck)
+        (runs, stopped)
     });
     let events = shared.events.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(detail) = stuck {
-        return Err(fail("liveness", detail, &events));
+    if let Some((oracle, detail)) = stopped {
+        return Err(failure(seed, oracle, detail, &events));
     }
-    let mut runs: Vec<WorkerRun<P::Worker>> =
-        runs.into_iter().map(|run| run.expect("a worker that finished")).collect();
-    if let Some(detail) = runs.iter().find_map(|run| run.livelock.clone()) {
-        return Err(fail("liveness", detail, &events));
+    let workers: Vec<WorkerRun<P::Worker>> = runs.into_iter().map(|run| run.expect("a worker that finished")).collect();
+    if let Some(detail) = workers.iter().find_map(|run| run.livelock.clone()) {
+        return Err(failure(seed, "liveness", detail, &events));
     }
+    Ok(Run { workers, events, steps, epochs_advanced, fingerprint })
+}
 
+/// The oracles, over a finished run.
+fn judge<P: TableProtocol>(
+    seed: u64,
+    protocol: &P,
+    plan: &Plan,
+    mut run: Run<P::Worker>,
+) -> Result<SimReport, SimFailure> {
+    let workload = &plan.workload;
+    let fail = |oracle: &'static str, detail: String| failure(seed, oracle, detail, &run.events);
     // Oracle 1: every commit is in the history, under its id.
     let mut history: Vec<HistoryEntry> = Vec::new();
     let mut committed: Vec<(u64, CommittedTxn)> = Vec::new();
-    for run in &mut runs {
-        protocol.quiesce(&mut run.state);
-        history.append(P::history(&mut run.state));
-        committed.append(&mut run.committed);
+    for worker in &mut run.workers {
+        protocol.quiesce(&mut worker.state);
+        history.append(P::history(&mut worker.state));
+        committed.append(&mut worker.committed);
     }
     history.sort_unstable_by_key(|entry| entry.id);
     committed.sort_unstable_by_key(|&(sequence, _)| sequence);
@@ -292,63 +328,57 @@ pub fn simulate<P: TableProtocol>(
     ids.sort_unstable();
     let history_ids: Vec<u64> = history.iter().map(|entry| entry.id).collect();
     if ids != history_ids {
-        return Err(fail(
-            "history",
-            format!("committed transactions {ids:?}, history entries {history_ids:?}"),
-            &events,
-        ));
+        return Err(fail("history", format!("committed transactions {ids:?}, history entries {history_ids:?}")));
     }
 
     // Oracles 2 and 3: serializability, by the checker and by replay.
     let (mut check, mut placements) = (None, 0);
-    if serializable {
+    if protocol.kind().serializable() {
         let report = ordo_history::check(&history).map_err(|violation| {
-            fail("history check", format!("{violation}\n  history:\n{}", show_history(&history)), &events)
+            fail("history check", format!("{violation}\n  history:\n{}", show_history(&history)))
         })?;
         check = Some(report);
-        let (order, model) = serial_replay(&workload, &history, &committed).map_err(|failure| {
+        let (order, model) = serial_replay(workload, &history, &committed).map_err(|failure| {
             let detail = format!(
                 "no serial order reproduces the run; deepest order {:?}: {}\n  history:\n{}",
                 failure.placed,
                 failure.detail,
                 show_history(&history)
             );
-            fail("replay", detail, &events)
+            fail("replay", detail)
         })?;
         placements = order.len();
-        for (table, schema) in workload.schema().tables().iter().enumerate() {
-            let engine = protocol.database().rows(table as ordo_storage::TableId);
-            let serial = model.table(table as ordo_storage::TableId);
+        for (table, schema) in (0..).zip(workload.schema().tables()) {
+            let (engine, serial) = (protocol.database().rows(table), model.table(table));
             if engine != *serial {
                 let detail = format!(
                     "table {}: the engine holds {engine:?}, serial order {order:?} gives {serial:?}",
                     schema.name
                 );
-                return Err(fail("final state", detail, &events));
+                return Err(fail("final state", detail));
             }
         }
     }
 
     // Oracle 4: the workload's invariants.
-    driver::check(&protocol, &workload).map_err(|error| fail("invariants", error.to_string(), &events))?;
+    driver::check(protocol, workload).map_err(|error| fail("invariants", error.to_string()))?;
 
-    let aborts = runs.iter().map(|run| run.aborts).sum();
-    let user_aborts = runs.iter().map(|run| run.user_aborts).sum();
-    events.hash(&mut fingerprint);
+    let mut fingerprint = run.fingerprint;
+    run.events.hash(&mut fingerprint);
     format!("{history:?}").hash(&mut fingerprint);
-    for table in 0..workload.schema().tables().len() {
-        protocol.database().rows(table as ordo_storage::TableId).hash(&mut fingerprint);
+    for table in (0..).take(workload.schema().tables().len()) {
+        protocol.database().rows(table).hash(&mut fingerprint);
     }
     Ok(SimReport {
         seed,
-        workers,
-        shape,
-        transactions: workers * per_worker,
+        workers: plan.txns.len(),
+        shape: workload.shape(),
+        transactions: plan.txns.iter().map(Vec::len).sum(),
         commits: committed.len(),
-        aborts,
-        user_aborts,
-        steps,
-        epochs_advanced,
+        aborts: run.workers.iter().map(|worker| worker.aborts).sum(),
+        user_aborts: run.workers.iter().map(|worker| worker.user_aborts).sum(),
+        steps: run.steps,
+        epochs_advanced: run.epochs_advanced,
         check,
         placements,
         fingerprint: fingerprint.finish(),
