@@ -32,16 +32,17 @@
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
+//! * [`protocol`]: the one interface every protocol over tables implements ([`TableProtocol`]).
+//! * [`trace`]: what committed transactions leave behind, in the history format with tables.
+//! * [`simulate`]: the seeded interleaving simulator, which runs any [`TableProtocol`] with
+//!   workers that take turns at the protocol's yield points and checks the run with the
+//!   history checker, a serial replay and the workload's invariants.
 //!
-//! ## Histories (interim encoding)
-//! With `record_history`, every committed transaction is kept as an `ordo_history` entry of
-//! `(key, version)` pairs, where the key is `footprint_key(table, key)` (the table id above
-//! bit 48) so today's key-value checker can read it. Reads of present records and every
-//! install (updates, inserts and deletes alike, a delete installing a tombstone version) are
-//! recorded; scans are recorded only as the present rows they returned, and reads of absent
-//! keys not at all. So the check covers everything except phantoms and absences: those are
-//! covered by the scripted tests until the history format with tables, inserts, deletes and
-//! scans replaces this encoding.
+//! ## Histories
+//! With `record_history`, every committed transaction is kept by its worker's [`Trace`] as an
+//! `ordo_history` entry in the format with tables: point reads (of present rows and of
+//! tombstones), updates, inserts, deletes, and scans with the range they covered and the rows
+//! they saw, so the checker finds phantoms as cycles through scans.
 //!
 //! The epoch clock and the polite spin are the key-value engine's; the driver's backoff loop
 //! and history recorder are still its own copies, to fold in when the other protocols move
@@ -56,6 +57,7 @@ pub mod reclaim;
 pub mod scan;
 pub mod serial;
 pub mod silo;
+pub mod simulate;
 pub mod tictoc;
 pub mod trace;
 pub mod two_phase;
@@ -67,7 +69,7 @@ pub use epoch::Epochs;
 pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use serial::{SerialTables, SerialTx};
-pub use silo::{SiloTables, SiloTx};
+pub use silo::{SiloFaults, SiloTables, SiloTx};
 pub use tictoc::{TicTocTables, TicTocTx};
 pub use trace::Trace;
 pub use two_phase::{TwoPhaseTables, TwoPhaseTx};
