@@ -6,10 +6,10 @@
 //! to the pipeline and pg engines and is refused here. `serial` always runs one thread, so in a `--threads` sweep
 //! it runs once.
 //!
-//! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
-//! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
-//! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
-//! `tpcc-hybrid` always run there). Every protocol runs on tables, `reorder` included
+//! Where a run's records live is `--index`: `tree` (the default: the storage engine, tables
+//! behind the ordered B+tree, with inserts, deletes and scans) or `array`, an ablation: for the
+//! key-value workloads the flat store whose positions are the keys, for table workloads with
+//! dense keys the tables behind a dense array index. Every protocol runs on tables, `reorder` included
 //! (`--versions` caps the versions an MVCC record keeps). Every result records its index as
 //! `config.index`.
 
@@ -45,9 +45,9 @@ pub struct ThreadsArgs {
     /// default: no protocol's paper does it.
     #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
     pub prefetch: Vec<bool>,
-    /// Where records live: `array` (the flat store, keys are positions; key-value workloads,
-    /// every protocol) or `tree` (tables behind the ordered B+tree; silo). Default: `tree` for
-    /// tpcc and tpcc-hybrid, `array` for micro, smallbank and ycsb.
+    /// Where records live: `tree` (the default: tables behind the ordered B+tree, every
+    /// protocol, inserts, deletes and scans) or `array` (an ablation: the flat store whose
+    /// positions are the keys, for micro, smallbank and ycsb; `--prefetch` needs it).
     #[arg(long)]
     pub index: Option<String>,
 }
@@ -56,12 +56,10 @@ pub struct ThreadsArgs {
 fn index_of(args: &BenchArgs) -> Result<Option<Index>> {
     let tables = args.workload.needs_tables();
     match args.threads.index.as_deref() {
-        None if tables => Ok(Some(Index::Tree)),
-        None | Some("array") if !tables => Ok(None),
-        Some("tree") => Ok(Some(Index::Tree)),
+        None | Some("tree") => Ok(Some(Index::Tree)),
+        Some("array") if !tables => Ok(None),
         Some("array") => Ok(Some(Index::Array)),
         Some(other) => bail!("--index `{other}`: expected tree or array"),
-        None => unreachable!("handled above"),
     }
 }
 
@@ -205,7 +203,7 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
 fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
     let t = &args.threads;
     if t.prefetch.iter().any(|&on| on) {
-        bail!("--prefetch is for the flat store (--index array)");
+        bail!("--prefetch is for the flat store: add --index array");
     }
     let thetas: Vec<f64> = if args.workload.is_tpcc() {
         if args.theta.len() > 1 {
