@@ -23,8 +23,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with lists).
-    Bench(Box<commands::bench::BenchArgs>),
+    /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with
+    /// lists): `ordo bench pipeline|threads|pg ...` (or `ordo bench --engine NAME ...`).
+    Bench(commands::bench::BenchArgs),
     /// The one-minute demonstration: base against srvc on the micro-benchmark at several skews.
     Headline(commands::headline::HeadlineArgs),
     /// Check that a recorded transaction history (JSON lines) is serializable.
@@ -46,7 +47,14 @@ fn main() {
     // panicking in `println!` (Rust ignores SIGPIPE by default). Result files are written as
     // runs finish, so nothing measured is lost.
     sigpipe::reset();
-    let cli = Cli::parse();
+    let args = match commands::bench::compat::rewrite(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Check(args) => commands::check::run(&args),

@@ -117,8 +117,8 @@ fn what_cannot_run_on_tables_is_refused_before_anything_runs() {
     ordo()
         .args(["bench", "--engine", "threads", "--workload", "tpcc", "--index", "hash"])
         .assert()
-        .failure()
-        .stderr(contains("expected tree or array"));
+        .code(2)
+        .stderr(contains("[possible values: tree, array]"));
 }
 
 #[test]
