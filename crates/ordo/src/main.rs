@@ -1,11 +1,14 @@
 //! `ordo`: the command line of the ordo transaction-processing system.
 //!
-//! Each subcommand lives in its own module under `commands/`; this file only parses the
-//! command line and reports errors (`error: ...` on stderr, exit status 1, or the command's
+//! Each subcommand lives in its own module under `commands/`; this file only rewrites the old
+//! form `ordo bench --engine NAME` to the subcommand `ordo bench NAME` (`commands::bench::compat`),
+//! parses the command line and reports errors (`error: ...` on stderr, exit status 1, or the command's
 //! own status such as `ordo check`'s 2 for unreadable input; clap's own usage errors exit
 //! with 2).
 
 mod commands;
+#[cfg(test)]
+mod tests;
 
 use clap::{Parser, Subcommand};
 

@@ -127,7 +127,8 @@ const ALGORITHMS_MAX: usize = 64;
 /// Most skews in one command.
 const THETAS_MAX: usize = 1_000;
 
-fn validate(args: &FvsBenchArgs) -> Result<Vec<FvsConfig>> {
+/// Checks every flag before anything is measured; the algorithms' configurations.
+pub fn validate(args: &FvsBenchArgs) -> Result<Vec<FvsConfig>> {
     within("--batch-size", [args.batch_size], 1, BATCH_SIZE_MAX)?;
     within("--batches", [args.batches], 1, BATCHES_MAX)?;
     within("--runs", [args.runs], 1, RUNS_MAX)?;

@@ -64,8 +64,8 @@ fn find<'a>(
     })
 }
 
-/// The sweep behind the table: base and srvc at every θ on both deployments.
-fn sweep(args: &HeadlineArgs) -> Result<PipelineBench> {
+/// The sweep behind the table: base and srvc at every θ on both deployments, validated.
+pub fn sweep(args: &HeadlineArgs) -> Result<PipelineBench> {
     within("--runs", [args.runs], 1, super::bench::RUNS_MAX)?;
     let mut bench = PipelineBench::default();
     let common = &mut bench.common;

@@ -475,7 +475,7 @@ impl PgBench {
             };
         });
 
-        let mut seen = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut runs = Vec::new();
         for config in &configs {
             config.validate()?;
@@ -497,10 +497,9 @@ impl PgBench {
                 group,
                 (group > 1).then_some((config.group_form, config.group_retry)),
             );
-            if seen.contains(&key) {
+            if !seen.insert(key) {
                 continue;
             }
-            seen.push(key);
             let mut label = vec![("mode".to_owned(), mode.name().to_owned())];
             label.push(("conns".into(), config.connections.to_string()));
             let dash = || "-".to_owned();

@@ -302,7 +302,7 @@ impl PipelineBench {
         // Which knobs vary, so the table shows them.
         let varies = |n: usize| n > 1;
         let mut planned = Vec::new();
-        let mut seen = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for &theta in &self.common.theta {
             // Validate the workload once per θ before anything runs.
             self.common.workload.build(theta, self.common.seed)?;
@@ -345,10 +345,9 @@ impl PipelineBench {
                                                 config.effective_messages_per_flush(),
                                                 placement.to_string(),
                                             );
-                                            if seen.contains(&key) {
+                                            if !seen.insert(key) {
                                                 continue;
                                             }
-                                            seen.push(key);
                                             let reorders_here = mode.validator_reordering();
                                             let dash = || "-".to_owned();
                                             let mut label = vec![

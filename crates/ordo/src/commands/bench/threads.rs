@@ -204,6 +204,8 @@ struct ThreadsWire {
     protocol: String,
     reorder: bool,
     threads: usize,
+    /// Results from before the engine had tables ran on the flat store and do not say so.
+    #[serde(default = "flat_store")]
     index: IndexArg,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     payload_bytes: Option<usize>,
@@ -217,6 +219,10 @@ struct ThreadsWire {
     epoch_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     analytic_range: Option<f64>,
+}
+
+fn flat_store() -> IndexArg {
+    IndexArg::Array
 }
 
 impl From<ThreadsRun> for Description {
@@ -326,31 +332,52 @@ fn machine_memory_bytes() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
 }
 
-/// Refuses a flat store that would not fit in this machine's memory: `keys` records of the
-/// store `config` builds (one cache-line-padded record each, `versions` of them under MVCC).
-fn check_store_fits(config: &EngineConfig, keys: u64) -> Result<()> {
+/// Memory one TPC-C warehouse takes on tables at the default scale (measured: 147 MB of
+/// resident memory per warehouse added, 1 against 4 warehouses; rounded up).
+const TPCC_WAREHOUSE_BYTES: u64 = 160 << 20;
+/// Memory a key-value record takes behind the ordered index, as a multiple of its flat-store
+/// record (measured: 271 against 128 bytes per 100-byte record, 1M ycsb records; rounded up).
+const TREE_RECORD_FACTOR: f64 = 2.5;
+
+/// Bytes of one cache-line-padded flat-store record with `payload_bytes` of payload, `versions`
+/// of them under MVCC (header words: lock or timestamps, value, version).
+fn record_bytes(payload_bytes: usize, versions: Option<usize>) -> u64 {
     const WORD_BYTES: u64 = 8;
     const LINE_WORDS: u64 = 8;
-    let payload_words = ordo_threads::store::payload_words(config.payload_bytes) as u64;
-    let mvcc = matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi);
-    // A record's header words (lock or timestamps, value, version) beside its payload.
-    let record_words = if mvcc { config.versions as u64 * (6 + payload_words) + 1 } else { 3 + payload_words };
-    let bytes = keys.saturating_mul(record_words.next_multiple_of(LINE_WORDS) * WORD_BYTES);
+    let payload_words = ordo_threads::store::payload_words(payload_bytes) as u64;
+    let words = match versions {
+        Some(versions) => versions as u64 * (6 + payload_words) + 1,
+        None => 3 + payload_words,
+    };
+    words.next_multiple_of(LINE_WORDS) * WORD_BYTES
+}
+
+/// Refuses a database that would not fit in this machine's memory (`what` names it, `advice`
+/// says which flags shrink it).
+fn check_fits(what: &str, bytes: u64, advice: &str) -> Result<()> {
     if let Some(memory) = machine_memory_bytes()
         && bytes as f64 > MEMORY_SHARE_MAX * memory as f64
     {
         let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
         bail!(
-            "{}: the store would take about {:.1} GiB ({keys} records of {} bytes), more than {:.0}% of this \
-             machine's {:.1} GiB; use fewer --records or --keys, fewer --payload-bytes or fewer --versions",
-            config.label(),
+            "{what} would take about {:.1} GiB, more than {:.0}% of this machine's {:.1} GiB; {advice}",
             gib(bytes),
-            record_words.next_multiple_of(LINE_WORDS) * WORD_BYTES,
             100.0 * MEMORY_SHARE_MAX,
             gib(memory)
         );
     }
     Ok(())
+}
+
+/// Refuses a flat store that would not fit: `keys` records of the store `config` builds.
+fn check_store_fits(config: &EngineConfig, keys: u64) -> Result<()> {
+    let mvcc = matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi);
+    let record = record_bytes(config.payload_bytes, mvcc.then_some(config.versions));
+    check_fits(
+        &format!("{}: the store ({keys} records of {record} bytes)", config.label()),
+        keys.saturating_mul(record),
+        "use fewer --records or --keys, fewer --payload-bytes or fewer --versions",
+    )
 }
 
 impl ThreadsBench {
@@ -432,7 +459,7 @@ impl ThreadsBench {
         }
         let (t, common) = (&self.engine, &self.common);
         let mut planned = Vec::new();
-        let mut seen = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for &theta in &common.theta {
             let workload = common.workload.build(theta, common.seed)?;
             for &protocol in &t.protocol {
@@ -444,10 +471,9 @@ impl ThreadsBench {
                         };
                         check_store_fits(&config, workload.key_count())?;
                         let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch);
-                        if seen.contains(&key) {
+                        if !seen.insert(key) {
                             continue;
                         }
-                        seen.push(key);
                         let mut label =
                             vec![("protocol".to_owned(), config.label()), ("theta".to_owned(), format!("{theta}"))];
                         if t.threads.len() > 1 {
@@ -561,6 +587,27 @@ impl ThreadsBench {
             common.theta.clone()
         };
         let bindings = common.workload.bindings();
+        if tpcc {
+            let warehouses = u64::from(common.workload.warehouses);
+            check_fits(
+                &format!("TPC-C with {warehouses} warehouses"),
+                warehouses.saturating_mul(TPCC_WAREHOUSE_BYTES),
+                "use fewer --warehouses",
+            )?;
+        } else {
+            // YCSB's core workloads on tables grow from `--records` by their inserts.
+            let keys = match common.workload.ycsb {
+                Some(_) => common.workload.records,
+                None => common.workload.build(thetas[0], common.seed)?.key_count(),
+            };
+            let record = record_bytes(common.workload.payload_bytes, None);
+            let per_record = if index == Index::Tree { (record as f64 * TREE_RECORD_FACTOR) as u64 } else { record };
+            check_fits(
+                &format!("the tables ({keys} records behind the {} index)", index.name()),
+                keys.saturating_mul(per_record),
+                "use fewer --records or --keys, or fewer --payload-bytes",
+            )?;
+        }
         let mut planned = Vec::new();
         for &theta in &thetas {
             for range in common.workload.analytic_ranges() {

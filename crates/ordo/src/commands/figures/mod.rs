@@ -88,6 +88,13 @@ impl Context {
     }
 }
 
+/// Checks the flags before anything runs; the runs per point.
+pub fn validate(args: &FiguresArgs) -> Result<usize> {
+    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
+    super::bench::values::within("--runs", [runs], 1, super::bench::RUNS_MAX)?;
+    Ok(runs)
+}
+
 pub fn run(args: &FiguresArgs) -> Result<()> {
     let name = super::bench::value_name(&args.name);
     let names: Vec<&str> = if args.name == ExperimentName::All {
@@ -98,8 +105,7 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
         };
         vec![experiment.name]
     };
-    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
-    super::bench::values::within("--runs", [runs], 1, super::bench::RUNS_MAX)?;
+    let runs = validate(args)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let ctx = Context {
         out: args.out.clone(),
