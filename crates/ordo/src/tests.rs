@@ -368,6 +368,68 @@ proptest! {
     }
 }
 
+/// A command line for `ordo bench ENGINE` that is likely to be valid: each flag given once,
+/// with one of its names, its default or a number its help documents.
+fn bench_line() -> impl Strategy<Value = Vec<String>> {
+    prop::sample::select(vec!["pipeline", "threads", "pg"]).prop_flat_map(|engine| {
+        let flags: Vec<(String, Vec<String>)> = flags_of(&["bench", engine])
+            .into_iter()
+            .map(|(flag, likely)| {
+                let plausible: Vec<String> = likely
+                    .into_iter()
+                    .filter(|v| !["0", "-1", "18446744073709551615", "1e20", "NaN", "auto"].contains(&v.as_str()))
+                    .collect();
+                (flag, plausible)
+            })
+            .filter(|(flag, plausible)| {
+                !plausible.is_empty()
+                    && !["--history", "--json", "--csv", "--runs-log", "--help"].contains(&flag.as_str())
+            })
+            .collect();
+        prop::sample::subsequence(flags, 0..6).prop_flat_map(move |chosen| {
+            let picks = prop::collection::vec(any::<prop::sample::Index>(), chosen.len());
+            picks.prop_map(move |picks| {
+                let mut argv = vec!["ordo".to_owned(), "bench".to_owned(), engine.to_owned()];
+                for ((flag, plausible), pick) in chosen.iter().zip(picks) {
+                    argv.extend([flag.clone(), pick.get(plausible).clone()]);
+                }
+                argv
+            })
+        })
+    })
+}
+
+/// `ordo bench ENGINE` arguments printed back as flags (`Bench::flags`, what `ordo figures`
+/// shows as each experiment's command) parse to the same arguments.
+fn flags_print_back(argv: &[String]) -> Result<(), TestCaseError> {
+    use crate::commands::bench::Bench;
+    fn again<B: Bench + clap::Args + PartialEq + std::fmt::Debug>(bench: &B) -> Result<(), TestCaseError> {
+        let mut argv = vec!["ordo".to_owned()];
+        argv.extend(bench.flags());
+        let parsed: B =
+            crate::commands::bench::parse(&argv).map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
+        prop_assert_eq!(&parsed, bench, "{:?}", argv);
+        Ok(())
+    }
+    let Ok(args) = compat::rewrite(argv.iter().map(OsString::from).collect()) else { return Ok(()) };
+    let Ok(Cli { command: Command::Bench(bench) }) = Cli::try_parse_from(args) else { return Ok(()) };
+    match bench.engine {
+        EngineCommand::Pipeline(bench) if bench.validate().is_ok() => again(bench.as_ref()),
+        EngineCommand::Threads(bench) if bench.validate().is_ok() => again(bench.as_ref()),
+        EngineCommand::Pg(bench) if bench.validate().is_ok() => again(bench.as_ref()),
+        _ => Ok(()),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn bench_flags_print_back_to_the_same_arguments(argv in bench_line()) {
+        flags_print_back(&argv)?;
+    }
+}
+
 /// Numbers a JSON field might hold: small, boundary, huge, negative, fractional.
 fn json_number() -> impl Strategy<Value = String> {
     prop_oneof![
