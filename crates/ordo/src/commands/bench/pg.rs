@@ -68,7 +68,7 @@ pub struct PgArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "functions")]
     pub procedures: Vec<Procedures>,
     /// on or off: set synchronous_commit for ordo's sessions (default: the server's setting).
-    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, value_parser = super::values::on_off_parser())]
     pub synchronous_commit: Option<bool>,
     /// batch and reorder: barrier (send a batch, wait for all of it) or rolling (keep the
     /// connections' queues fed while earlier batches run); a list sweeps.
@@ -84,7 +84,7 @@ pub struct PgArgs {
     pub pg_clients: Vec<usize>,
     /// Rolling dispatch in reorder mode: on (send a planned queue to the connection already
     /// running transactions that write its keys) or off (to the shortest backlog); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "on", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, value_delimiter = ',', default_value = "on", value_parser = super::values::on_off_parser())]
     pub pg_affinity: Vec<bool>,
     /// Rolling reorder with affinity: prefer a connection for its keys only while fewer than
     /// this many transactions are queued or running there (1..=100000, or unbounded); a list

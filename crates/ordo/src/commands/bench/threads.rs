@@ -60,7 +60,7 @@ pub struct ThreadsArgs {
     pub versions: usize,
     /// Prefetch each transaction's footprint when it starts (on/off; a list sweeps). Off by
     /// default: no protocol's paper does it.
-    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = super::values::on_off_parser())]
     pub prefetch: Vec<bool>,
     /// Where records live: `array` (the flat store, keys are positions; key-value workloads,
     /// every protocol) or `tree` (tables behind the ordered B+tree; silo). Default: `tree` for

@@ -174,6 +174,13 @@ pub fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
 }
 
+/// Parses `on` or `off` (also `true` or `false`) into a boolean, listing those in `--help`.
+pub fn on_off_parser() -> impl clap::builder::TypedValueParser<Value = bool> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([PossibleValue::new("on").alias("true"), PossibleValue::new("off").alias("false")])
+        .map(|value| value == "on" || value == "true")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
