@@ -16,7 +16,7 @@
 //! Every run is appended to `<out>/<name>.runs.jsonl` as it finishes; running the same command
 //! again at the same git revision reuses those runs, so an interrupted experiment resumes where
 //! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick`
-//! runs every point for 1 s after 0.3 s of warm-up, once: every experiment in under ten minutes
+//! runs every point for 1 s after 0.3 s of warm-up, once: every experiment in about ten minutes
 //! on two cores. Without it, the paper's experiments scale its runs (10 runs of 60 s after 10 s
 //! of warm-up, on a 16 GB Xeon) to this machine: 3 runs of 10 s after 2 s of warm-up per point;
 //! `tpcc` and `hybrid` run 3 runs of 2 s after 1 s of warm-up (TPC-C on the threads engine
@@ -38,7 +38,7 @@ pub struct FiguresArgs {
     /// The experiment, or all of them.
     #[arg(value_enum)]
     pub name: ExperimentName,
-    /// A first look: short runs, every experiment in under ten minutes on two cores.
+    /// A first look: short runs, every experiment in about ten minutes on two cores.
     #[arg(long)]
     pub quick: bool,
     /// Output folder (created if missing).
