@@ -99,7 +99,7 @@ pub use checkpoint::{CheckpointWriter, delete_covered};
 pub use device::{DeviceError, Dir, FaultyDir, FileDir};
 pub use format::{RowRecord, TxRecord, Write, WriteKind};
 pub use group::{Flush, GroupCommit, WorkerEpoch};
-pub use logger::{Durability, LogConfig, Logger, SegmentWriter, WorkerLog};
+pub use logger::{Durability, EpochCell, LogConfig, Logger, SegmentWriter, WorkerLog};
 pub use recovery::{Cut, Recovered, RecoveredRow, RecoveryStats, recover};
 
 use thiserror::Error;
@@ -120,4 +120,12 @@ pub enum LogError {
     /// ended in; it could show writes that recovery loses.
     #[error("checkpoint ends in epoch {end_epoch} but the log is durable only through {durable_epoch}; wait for it")]
     CheckpointAhead { end_epoch: u64, durable_epoch: u64 },
+    /// A checkpoint's rows must come in increasing `(table, key)` order (recovery merges them
+    /// with the log as they stream).
+    #[error("checkpoint row ({}, {}) after ({}, {}): rows must come in increasing (table, key) order", next.0, next.1, previous.0, previous.1)]
+    CheckpointOrder { previous: (u16, u64), next: (u16, u64) },
+    /// A complete checkpoint that cannot be read to its end: the log segments it covered are
+    /// deleted, so recovery cannot go on without it.
+    #[error("checkpoint {file} in the log directory is damaged at offset {offset}: {reason}")]
+    DamagedCheckpoint { file: String, offset: u64, reason: String },
 }
