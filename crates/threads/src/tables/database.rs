@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam::utils::CachePadded;
-use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, TableId, TableSchema};
+use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, Schema, TableId, TableSchema};
 use ordo_workload::TableWorkload;
 
 use super::epoch::Epochs;
@@ -68,6 +68,10 @@ impl Index {
 /// Why a database could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
+    #[error("a recovered row names table {table}, which the workload's schema does not have")]
+    UnknownTable { table: TableId },
+    #[error("a recovered row of table `{table}` has {words} words; the schema says {row_words}")]
+    RowWidth { table: &'static str, words: usize, row_words: usize },
     #[error("--index array needs dense keys, and table `{table}` does not have them")]
     NotDense { table: &'static str },
     #[error("the workload loaded key {key} of table `{table}` twice")]
@@ -144,26 +148,7 @@ impl Database {
         {
             return Err(LoadError::NotDense { table: table.name });
         }
-        let tables: Vec<Table> = schema
-            .tables()
-            .iter()
-            .map(|table| {
-                let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
-                let records = Records::new(TABLE_HEADER_WORDS + table.row_words, hint);
-                if index == Index::Array {
-                    records.alloc_dense(hint);
-                }
-                Table {
-                    name: table.name,
-                    row_words: table.row_words,
-                    is_index: table.index_of.is_some(),
-                    records,
-                    // Replaced once the rows are in.
-                    index: PrimaryIndex::Dense(DenseIndex::new(0)),
-                    retired_version_max: CachePadded::new(AtomicU64::new(0)),
-                }
-            })
-            .collect();
+        let tables = empty_tables(schema, index);
         let parts = threads.max(1);
         let per_part: Vec<Result<PartEntries, LoadError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..parts)
@@ -185,39 +170,7 @@ impl Database {
             }
         }
         let mut tables = tables;
-        let built: Vec<Result<PrimaryIndex, LoadError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tables
-                .iter()
-                .zip(per_table)
-                .map(|(table, mut entries)| {
-                    let (name, keys) =
-                        (table.name, schema.tables().iter().find(|t| t.name == table.name).and_then(dense));
-                    scope.spawn(move || {
-                        entries.sort_unstable_by_key(|&(key, _)| key);
-                        if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-                            return Err(LoadError::Duplicate { table: name, key: pair[0].0 });
-                        }
-                        match index {
-                            Index::Array => {
-                                let keys = keys.unwrap_or(0);
-                                let loaded = entries.len() as u64;
-                                if loaded != keys {
-                                    return Err(LoadError::Incomplete { table: name, loaded, keys });
-                                }
-                                Ok(PrimaryIndex::Dense(DenseIndex::new(keys)))
-                            }
-                            Index::Tree => OrderedIndex::from_sorted(entries)
-                                .map(PrimaryIndex::Ordered)
-                                .map_err(|_| LoadError::Duplicate { table: name, key: 0 }),
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("an index-building thread panicked")).collect()
-        });
-        for (table, primary) in tables.iter_mut().zip(built) {
-            table.index = primary?;
-        }
+        build_indexes(&mut tables, per_table, schema, index)?;
         Ok(Database { tables, index, epochs })
     }
 
@@ -248,6 +201,12 @@ impl Database {
         &self.epochs
     }
 
+    /// From now on the global epoch is `epochs` (the log's, once the logger has started on
+    /// the recovered database).
+    pub fn follow(&mut self, epochs: Epochs) {
+        self.epochs = epochs;
+    }
+
     /// The present rows of `table`, read directly (only meaningful when no transaction runs).
     pub fn rows(&self, table: TableId) -> BTreeMap<u64, Vec<u64>> {
         let table = self.table(table);
@@ -270,6 +229,185 @@ impl Database {
             &mut |_| {},
         );
         rows
+    }
+}
+
+impl Database {
+    /// Reads up to `rows_max` present rows of `table` with keys from `from` upward, while
+    /// transactions run, handing each to `sink(key, version, row)`; returns the key to go on
+    /// from, or `None` once the table is done. For a fuzzy checkpoint.
+    ///
+    /// Each row is read without the protocol's lock: the version first, then the row words.
+    /// A row read while a write is being installed may be torn, but carries a version no newer
+    /// than that write's, which is in the log (its epoch is at or after the checkpoint's begin
+    /// epoch, and the checkpoint commits only once the log is durable through the epoch its scan
+    /// ended in); recovery keeps the log's write for any version at least as new, so torn rows
+    /// never survive. Rows whose last write preceded the checkpoint are read exactly.
+    pub fn scan_rows(
+        &self,
+        table_id: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
+        let table = self.table(table_id);
+        row.resize(table.row_words, 0);
+        // Pinned while reading, so no record id the index hands out is recycled meanwhile.
+        let _guard = ordo_storage::epoch::pin();
+        let mut visited = 0;
+        let mut next = None;
+        table.index.scan(
+            from,
+            u64::MAX,
+            Direction::Ascending,
+            &mut |key, rid| {
+                if visited == rows_max {
+                    next = Some(key);
+                    return false;
+                }
+                visited += 1;
+                let words = table.record(rid);
+                let seq = words[SEQ_WORD].load(Ordering::Acquire);
+                if seq & ABSENT != 0 || words[KEY_WORD].load(Ordering::Relaxed) != key {
+                    return true;
+                }
+                for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
+                    *out = word.load(Ordering::Relaxed);
+                }
+                sink(key, seq & VERSION_MASK, row);
+                true
+            },
+            &mut |_| {},
+        );
+        next
+    }
+}
+
+/// Builds every table's primary index from its `(key, record id)` pairs, one thread per table.
+fn build_indexes(
+    tables: &mut [Table],
+    per_table: Vec<Vec<(u64, u64)>>,
+    schema: &Schema,
+    index: Index,
+) -> Result<(), LoadError> {
+    let dense = |table: &TableSchema| table.dense_keys.filter(|_| table.index_of.is_none());
+    let built: Vec<Result<PrimaryIndex, LoadError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = tables
+            .iter()
+            .zip(per_table)
+            .map(|(table, mut entries)| {
+                let (name, keys) = (table.name, schema.tables().iter().find(|t| t.name == table.name).and_then(dense));
+                scope.spawn(move || {
+                    entries.sort_unstable_by_key(|&(key, _)| key);
+                    if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                        return Err(LoadError::Duplicate { table: name, key: pair[0].0 });
+                    }
+                    match index {
+                        Index::Array => {
+                            let keys = keys.unwrap_or(0);
+                            let loaded = entries.len() as u64;
+                            if loaded != keys {
+                                return Err(LoadError::Incomplete { table: name, loaded, keys });
+                            }
+                            Ok(PrimaryIndex::Dense(DenseIndex::new(keys)))
+                        }
+                        Index::Tree => OrderedIndex::from_sorted(entries)
+                            .map(PrimaryIndex::Ordered)
+                            .map_err(|_| LoadError::Duplicate { table: name, key: 0 }),
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("an index-building thread panicked")).collect()
+    });
+    for (table, primary) in tables.iter_mut().zip(built) {
+        table.index = primary?;
+    }
+    Ok(())
+}
+
+/// Empty tables for `schema` (index tables included), arenas sized by the schema's hints.
+fn empty_tables(schema: &Schema, index: Index) -> Vec<Table> {
+    schema
+        .tables()
+        .iter()
+        .map(|table| {
+            let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
+            let records = Records::new(TABLE_HEADER_WORDS + table.row_words, hint);
+            if index == Index::Array {
+                records.alloc_dense(hint);
+            }
+            Table {
+                name: table.name,
+                row_words: table.row_words,
+                is_index: table.index_of.is_some(),
+                records,
+                // Replaced once the rows are in.
+                index: PrimaryIndex::Dense(DenseIndex::new(0)),
+                retired_version_max: CachePadded::new(AtomicU64::new(0)),
+            }
+        })
+        .collect()
+}
+
+/// Loads a database from rows given one at a time, each with its version: the path an engine
+/// takes when it starts on a write-ahead log and recovers (instead of loading the workload's
+/// initial rows). Rows of index tables are given like any other (the log recorded them).
+#[derive(Debug)]
+pub struct RowLoader<'a> {
+    schema: &'a Schema,
+    index: Index,
+    initial_meta: u64,
+    tables: Vec<Table>,
+    entries: Vec<Vec<(u64, u64)>>,
+}
+
+impl<'a> RowLoader<'a> {
+    /// An empty database for `schema`; every record will start with meta word `initial_meta`.
+    pub fn new(schema: &'a Schema, index: Index, initial_meta: u64) -> Result<Self, LoadError> {
+        if index == Index::Array
+            && let Some(table) = schema.tables().iter().find(|t| t.dense_keys.is_none() || t.index_of.is_some())
+        {
+            return Err(LoadError::NotDense { table: table.name });
+        }
+        let tables = empty_tables(schema, index);
+        let entries = vec![Vec::new(); tables.len()];
+        Ok(RowLoader { schema, index, initial_meta, tables, entries })
+    }
+
+    /// Adds the present row `key` of `table` at `version`.
+    pub fn row(&mut self, table_id: TableId, key: u64, version: u64, row: &[u64]) -> Result<(), LoadError> {
+        let table = self.tables.get(table_id as usize).ok_or(LoadError::UnknownTable { table: table_id })?;
+        if row.len() != table.row_words {
+            return Err(LoadError::RowWidth { table: table.name, words: row.len(), row_words: table.row_words });
+        }
+        let rid = match self.index {
+            Index::Tree => table.records.alloc(),
+            Index::Array => {
+                let keys = self.schema.table(table_id).dense_keys.unwrap_or(0);
+                if key >= keys {
+                    return Err(LoadError::OutOfRange { table: table.name, key, keys });
+                }
+                key
+            }
+        };
+        write_record(table.record(rid), self.initial_meta, key, version & VERSION_MASK, row);
+        self.entries[table_id as usize].push((key, rid));
+        Ok(())
+    }
+
+    /// Builds the indexes. `versions_max` is, per table, the highest version the log holds
+    /// (deletes included): keys created from now on start above it, so a delete still in the
+    /// log never outranks a later insert of the same key.
+    pub fn finish(mut self, versions_max: &BTreeMap<u16, u64>, epochs: Epochs) -> Result<Database, LoadError> {
+        build_indexes(&mut self.tables, std::mem::take(&mut self.entries), self.schema, self.index)?;
+        for (&table, &version) in versions_max {
+            if let Some(table) = self.tables.get(table as usize) {
+                table.raise_retired_version(version);
+            }
+        }
+        Ok(Database { tables: self.tables, index: self.index, epochs })
     }
 }
 

@@ -36,6 +36,7 @@
 
 pub mod database;
 pub mod driver;
+pub mod durable;
 pub mod epoch;
 pub mod protocol;
 pub mod silo;

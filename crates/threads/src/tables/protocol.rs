@@ -19,14 +19,18 @@
 //! in the database (placeholders it put into an index stay absent and are reclaimed).
 //!
 //! Every protocol records what its committed transactions observed and installed through the
-//! worker's [`Trace`](super::trace::Trace), in the history format with tables, so the checker
-//! can verify each protocol's isolation claim, phantoms included.
+//! worker's [`Trace`], in the history format with tables, so the checker can verify each
+//! protocol's isolation claim, phantoms included. The same calls build the redo record a
+//! write-ahead log needs: `installed` carries each written row's image, and the `epoch` a
+//! commit returns is the one the record is tagged with, so durability needs nothing more from
+//! a protocol.
 
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_workload::Tx;
 
 use super::database::Database;
+use super::trace::Trace;
 use crate::config::ProtocolKind;
 
 /// What a successful commit tells the driver.
@@ -60,6 +64,14 @@ pub trait TableProtocol: Send + Sync {
     /// Whether transactions may run concurrently (`false`: one worker, no concurrency control).
     const CONCURRENT: bool = true;
 
+    /// The meta word of a record loaded before the run (from the workload, or by recovery).
+    const INITIAL_META: u64;
+
+    /// The protocol over `database`, whose records were loaded with [`Self::INITIAL_META`].
+    fn over(database: Database) -> Self
+    where
+        Self: Sized;
+
     /// Which protocol this is.
     fn kind(&self) -> ProtocolKind;
 
@@ -81,8 +93,14 @@ pub trait TableProtocol: Send + Sync {
     /// the abort one of its operations reported, or [`AbortCause::Conflict`]).
     fn abort(attempt: Self::Attempt<'_>) -> AbortCause;
 
+    /// The worker's trace: its history and, with a write-ahead log, its redo records (the
+    /// driver attaches the log and appends each committed record with its epoch).
+    fn trace(worker: &mut Self::Worker) -> &mut Trace;
+
     /// The worker's recorded history (the caller drains it).
-    fn history(worker: &mut Self::Worker) -> &mut Vec<HistoryEntry>;
+    fn history(worker: &mut Self::Worker) -> &mut Vec<HistoryEntry> {
+        Self::trace(worker).entries()
+    }
 
     /// Called once a run's workers have stopped: reclaim whatever the worker still holds for
     /// reclamation (tombstones, aborted placeholders), so the database is compact for dumps

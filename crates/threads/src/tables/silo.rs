@@ -380,6 +380,12 @@ impl TableProtocol for SiloTables {
     type Worker = SiloWorker;
     type Attempt<'a> = SiloTx<'a>;
 
+    const INITIAL_META: u64 = INITIAL_META;
+
+    fn over(db: Database) -> Self {
+        SiloTables { db }
+    }
+
     fn kind(&self) -> ProtocolKind {
         ProtocolKind::Silo
     }
@@ -405,8 +411,8 @@ impl TableProtocol for SiloTables {
         AbortCause::Conflict
     }
 
-    fn history(worker: &mut SiloWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut SiloWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut SiloWorker) {
@@ -522,8 +528,8 @@ impl SiloTx<'_> {
                 version = version.max(table.retired_version_max.load(Ordering::Acquire));
             }
             version += 1;
+            let row = &worker.rows[write.row_at..write.row_at + table.row_words];
             if write.kind.present_after() {
-                let row = &worker.rows[write.row_at..write.row_at + table.row_words];
                 for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
                     word.store(value, Ordering::Relaxed);
                 }
@@ -539,7 +545,7 @@ impl SiloTx<'_> {
                 });
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         worker.locked = 0;
         worker.last_tid = tid;

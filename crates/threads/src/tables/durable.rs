@@ -1,0 +1,487 @@
+//! Durability for the engine over tables: the write-ahead log directory, recovery into a
+//! [`Database`], fuzzy checkpoints while transactions run, and the manifest that ties a
+//! directory to its workload's schema. The log itself (record format, group commit by epochs,
+//! fail-stop logger, recovery scan) is `ordo-log`; this module wires it to the tables.
+//!
+//! ```text
+//!  open(dir):   manifest.json matches the workload's schema?   (else: a clear error)
+//!               no checkpoint yet  -> load the workload's rows, write checkpoint-1 (B = 1),
+//!                                     and only then start the logger (segment 0)
+//!               a checkpoint       -> recover: checkpoint + log -> RowLoader (versions kept)
+//!               logger resumes after the recovered epoch; the database's epoch follows it
+//!  run:         workers: Trace -> WorkerLog (per-worker buffer, one lock per commit)
+//!               logger thread: epoch -> closable -> write + fsync -> durable_epoch
+//!               checkpoint thread (Checkpointer): on a period or every N log bytes,
+//!                 B = durable + 1, scan every table in key order, end epoch E = global,
+//!                 wait until durable >= E, commit, delete segments before B
+//! ```
+//!
+//! # Why the begin epoch is `durable + 1`
+//!
+//! A worker appends a transaction's record only after installing all its writes, and the
+//! logger closes an epoch only once no worker can append to it any more. So when the log is
+//! durable through `D`, every transaction of an epoch `<= D` is fully installed: a checkpoint
+//! that begins at `D + 1` may skip every segment whose epochs all precede it. Rows it reads
+//! that later writes change (or that it reads torn, without the protocol's lock, see
+//! [`Database::scan_rows`]) are overtaken at recovery by those writes, which are in the log.
+//!
+//! # The manifest
+//!
+//! `manifest.json` records the workload's name and its schema (tables, row widths, columns, dense
+//! key counts). An engine refuses a directory written for another schema, and `ordo recover
+//! --dump` names each row's columns from it without knowing the workload.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ordo_log::{CheckpointWriter, Dir, Durability, LogConfig, LogError, Logger, Recovered, WorkerLog, naming};
+use ordo_storage::{ColumnType, Schema, TableId};
+use ordo_workload::TableWorkload;
+use serde::{Deserialize, Serialize};
+
+use super::database::{Database, Index, LoadError, RowLoader};
+use super::epoch::Epochs;
+
+/// Name of the manifest in a log directory.
+pub const MANIFEST_NAME: &str = "manifest.json";
+const MANIFEST_TEMP_NAME: &str = "manifest.tmp";
+/// Version of the manifest's format.
+pub const MANIFEST_FORMAT: u32 = 1;
+/// Largest manifest read back (a schema of 256 tables fits many times over).
+const MANIFEST_BYTES_MAX: u64 = 4 << 20;
+/// Rows a checkpoint reads per step (one epoch pin per step).
+pub const CHECKPOINT_ROWS_PER_STEP: usize = 4096;
+/// Segments rotate at about this size.
+pub const SEGMENT_BYTES_MAX: u64 = 64 << 20;
+
+/// When fuzzy checkpoints are taken while transactions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointPolicy {
+    /// Take one this long after the previous one ended (`None`: not on a period).
+    pub period_ms: Option<u64>,
+    /// Take one once the log grew by this many bytes since the previous one (`None`: not on
+    /// size). Segments a checkpoint covers are deleted, so this bounds the log's disk use.
+    pub log_bytes: Option<u64>,
+}
+
+impl Default for CheckpointPolicy {
+    fn default() -> Self {
+        CheckpointPolicy { period_ms: None, log_bytes: Some(1 << 30) }
+    }
+}
+
+/// Why the log directory could not be used or the log stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurableError {
+    #[error("write-ahead log {dir}: {reason}")]
+    Directory { dir: String, reason: String },
+    #[error("write-ahead log {dir}: {source}")]
+    Load {
+        dir: String,
+        #[source]
+        source: LoadError,
+    },
+}
+
+/// One column of a table in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestColumn {
+    pub name: String,
+    /// `int`, or `chars` with `bytes`.
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u16>,
+    /// First word of the column in the row.
+    pub word: usize,
+}
+
+/// One table in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestTable {
+    pub name: String,
+    pub row_words: usize,
+    pub columns: Vec<ManifestColumn>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense_keys: Option<u64>,
+    /// The base table, for a secondary index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_of: Option<TableId>,
+}
+
+/// What a log directory was written for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: u32,
+    pub workload: String,
+    pub tables: Vec<ManifestTable>,
+}
+
+impl Manifest {
+    /// The manifest of `workload`.
+    pub fn of(workload: &dyn TableWorkload) -> Self {
+        Self::from_schema(workload.name(), workload.schema())
+    }
+
+    pub fn from_schema(workload: &str, schema: &Schema) -> Self {
+        let tables = schema
+            .tables()
+            .iter()
+            .map(|table| ManifestTable {
+                name: table.name.to_owned(),
+                row_words: table.row_words,
+                columns: table
+                    .columns
+                    .iter()
+                    .map(|column| {
+                        let (ty, bytes) = match column.ty {
+                            ColumnType::Int => ("int", None),
+                            ColumnType::Chars(bytes) => ("chars", Some(bytes)),
+                        };
+                        ManifestColumn { name: column.name.to_owned(), ty: ty.to_owned(), bytes, word: column.word }
+                    })
+                    .collect(),
+                dense_keys: table.dense_keys,
+                index_of: table.index_of.map(|index| index.base),
+            })
+            .collect();
+        Manifest { format: MANIFEST_FORMAT, workload: workload.to_owned(), tables }
+    }
+
+    /// Whether this is a key-value workload's single table of `[value, payload]` rows (its
+    /// rows dump as their value alone).
+    pub fn is_key_value(&self) -> bool {
+        matches!(self.tables.as_slice(), [table] if table.name == "kv" && table.columns.first().is_some_and(|c| c.name == "value"))
+    }
+
+    /// Reads the manifest of `dir`, if it has one.
+    pub fn read(dir: &dyn Dir) -> Result<Option<Manifest>, String> {
+        if !dir.list().map_err(|e| e.to_string())?.iter().any(|name| name == MANIFEST_NAME) {
+            return Ok(None);
+        }
+        let len = dir.len(MANIFEST_NAME).map_err(|e| e.to_string())?;
+        if len > MANIFEST_BYTES_MAX {
+            return Err(format!("{MANIFEST_NAME} is {len} bytes; a manifest is at most {MANIFEST_BYTES_MAX}"));
+        }
+        let bytes = dir.read(MANIFEST_NAME).map_err(|e| e.to_string())?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{MANIFEST_NAME} is not a manifest: {e}"))?;
+        if manifest.format != MANIFEST_FORMAT {
+            return Err(format!(
+                "{MANIFEST_NAME} has format {}; this build reads format {MANIFEST_FORMAT}",
+                manifest.format
+            ));
+        }
+        Ok(Some(manifest))
+    }
+
+    /// Writes the manifest into `dir` atomically (temporary file, sync, rename, sync the
+    /// directory).
+    pub fn write(&self, dir: &dyn Dir) -> Result<(), LogError> {
+        let bytes = serde_json::to_vec_pretty(self).expect("a manifest serializes");
+        dir.create(MANIFEST_TEMP_NAME)?;
+        dir.append(MANIFEST_TEMP_NAME, &bytes)?;
+        dir.sync(MANIFEST_TEMP_NAME)?;
+        dir.rename(MANIFEST_TEMP_NAME, MANIFEST_NAME)?;
+        dir.sync_dir()?;
+        Ok(())
+    }
+
+    /// Why `self` (a directory's) cannot hold `other` (a workload's), if it cannot.
+    pub fn mismatch(&self, other: &Manifest) -> Option<String> {
+        if self.workload != other.workload {
+            return Some(format!("it was written by workload {}, not {}", self.workload, other.workload));
+        }
+        if self.tables.len() != other.tables.len() {
+            return Some(format!("it has {} tables; the workload has {}", self.tables.len(), other.tables.len()));
+        }
+        for (mine, theirs) in self.tables.iter().zip(&other.tables) {
+            if mine != theirs {
+                let what = if mine.dense_keys != theirs.dense_keys && mine.columns == theirs.columns {
+                    format!("{:?} keys, the workload {:?}", mine.dense_keys, theirs.dense_keys)
+                } else {
+                    "different columns".to_owned()
+                };
+                return Some(format!("its table `{}` differs from the workload's: {what}", mine.name));
+            }
+        }
+        None
+    }
+}
+
+/// What starting on a log directory recovered (`None` in [`Opened`] for a fresh directory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveryReport {
+    pub recovered: Recovered,
+    /// Seconds to recover the log and load the database from it.
+    pub seconds: f64,
+}
+
+/// A log directory opened for a run: the database it holds, the logger, and each worker's
+/// handle to it.
+#[derive(Debug)]
+pub struct Opened {
+    pub database: Database,
+    pub logger: Logger,
+    pub logs: Vec<WorkerLog>,
+    pub dir: Arc<dyn Dir>,
+    pub recovery: Option<RecoveryReport>,
+}
+
+/// How to open a log directory.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    pub durability: Durability,
+    pub epoch_ms: u64,
+    pub workers: usize,
+    pub index: Index,
+    pub load_threads: usize,
+    /// The protocol's meta word for loaded records.
+    pub initial_meta: u64,
+    /// A logger the caller steps (deterministic tests) instead of a thread.
+    pub manual_logger: bool,
+    pub segment_bytes_max: u64,
+}
+
+/// Opens the log directory `dir` (`path` names it in errors) for `workload`: recovers the
+/// database it holds, or loads the workload's initial rows into a fresh one and writes its
+/// first checkpoint; then starts the logger after the recovered epoch.
+pub fn open(
+    dir: Arc<dyn Dir>,
+    path: &Path,
+    workload: &dyn TableWorkload,
+    options: &OpenOptions,
+) -> Result<Opened, DurableError> {
+    let dir_name = path.display().to_string();
+    let problem = |reason: String| DurableError::Directory { dir: dir_name.clone(), reason };
+    let log_error = |error: LogError| DurableError::Directory { dir: dir_name.clone(), reason: error.to_string() };
+    let load_error = |source: LoadError| DurableError::Load { dir: dir_name.clone(), source };
+    if options.durability == Durability::Off {
+        return Err(problem("durability off logs nothing; give async or sync with a log directory".into()));
+    }
+    let wanted = Manifest::of(workload);
+    let names = dir.list().map_err(|e| problem(e.to_string()))?;
+    let files: Vec<naming::LogFile> = names.iter().filter_map(|name| naming::parse(name)).collect();
+    let has_checkpoint = files.iter().any(|file| matches!(file, naming::LogFile::Checkpoint { .. }));
+    let has_segments = files.iter().any(|file| matches!(file, naming::LogFile::Segment { .. }));
+    match Manifest::read(&*dir).map_err(&problem)? {
+        Some(found) => {
+            if let Some(reason) = found.mismatch(&wanted) {
+                return Err(problem(format!("cannot run {} here: {reason}", workload.name())));
+            }
+        }
+        None if has_checkpoint || has_segments => {
+            return Err(problem(format!("it holds log files but no {MANIFEST_NAME}; it was not written by ordo")));
+        }
+        None => wanted.write(&*dir).map_err(log_error)?,
+    }
+    let (database, recovery) = if has_checkpoint {
+        let started = Instant::now();
+        let mut loader =
+            RowLoader::new(workload.schema(), options.index, options.initial_meta).map_err(load_error)?;
+        let mut failed = None;
+        let recovered = ordo_log::recover(&*dir, |row| {
+            if failed.is_none()
+                && let Err(error) = loader.row(row.table, row.key, row.version, row.row)
+            {
+                failed = Some(error);
+            }
+        })
+        .map_err(log_error)?;
+        if let Some(error) = failed {
+            return Err(load_error(error));
+        }
+        let database = loader.finish(&recovered.versions_max, Epochs::manual()).map_err(load_error)?;
+        (database, Some(RecoveryReport { recovered, seconds: started.elapsed().as_secs_f64() }))
+    } else {
+        if has_segments {
+            return Err(problem(
+                "it holds log segments but no checkpoint (every log starts with one); it lost its checkpoint".into(),
+            ));
+        }
+        let database =
+            Database::load(workload, options.index, options.load_threads, options.initial_meta, Epochs::manual())
+                .map_err(load_error)?;
+        // The first checkpoint holds the initial rows; the log holds only what changes them.
+        let mut scan = Scan::begin(&*dir, 1).map_err(log_error)?;
+        let mut row = Vec::new();
+        while !scan.advance(&database, usize::MAX, &mut row).map_err(log_error)? {}
+        scan.writer.finish(0, 0).map_err(log_error)?;
+        (database, None)
+    };
+    let (durable_epoch, next_segment) =
+        recovery.as_ref().map_or((0, 0), |report| (report.recovered.durable_epoch, report.recovered.next_segment));
+    let config = LogConfig {
+        durability: options.durability,
+        epoch_ms: options.epoch_ms,
+        segment_bytes_max: options.segment_bytes_max,
+    };
+    type Start = fn(Arc<dyn Dir>, &LogConfig, usize, u64, u64) -> Result<(Logger, Vec<WorkerLog>), LogError>;
+    let start: Start = if options.manual_logger { Logger::start_manual } else { Logger::start };
+    let (logger, logs) =
+        start(Arc::clone(&dir), &config, options.workers, durable_epoch, next_segment).map_err(log_error)?;
+    let mut database = database;
+    database.follow(Epochs::follow(logger.epoch_cell()));
+    Ok(Opened { database, logger, logs, dir, recovery })
+}
+
+/// A checkpoint's scan through every table, in `(table, key)` order.
+#[derive(Debug)]
+struct Scan<'d> {
+    writer: CheckpointWriter<'d>,
+    table: usize,
+    /// The key to go on from in `table`.
+    next: u64,
+}
+
+impl<'d> Scan<'d> {
+    fn begin(dir: &'d dyn Dir, begin_epoch: u64) -> Result<Self, LogError> {
+        Ok(Scan { writer: CheckpointWriter::begin(dir, begin_epoch)?, table: 0, next: 0 })
+    }
+
+    /// Reads up to `rows_max` rows; returns whether every table is done.
+    fn advance(&mut self, database: &Database, rows_max: usize, row: &mut Vec<u64>) -> Result<bool, LogError> {
+        let mut budget = rows_max;
+        while self.table < database.tables().len() && budget > 0 {
+            let table = self.table as TableId;
+            let chunk = budget.min(CHECKPOINT_ROWS_PER_STEP);
+            let mut result = Ok(());
+            let writer = &mut self.writer;
+            let next = database.scan_rows(table, self.next, chunk, row, &mut |key, version, row| {
+                if result.is_ok() {
+                    result = writer.row_words(table, key, version, row);
+                }
+            });
+            result?;
+            budget -= chunk;
+            match next {
+                Some(key) => self.next = key,
+                None => {
+                    self.table += 1;
+                    self.next = 0;
+                }
+            }
+        }
+        Ok(self.table >= database.tables().len())
+    }
+}
+
+/// What a [`Checkpointer`] is doing.
+#[derive(Debug)]
+enum Phase<'d> {
+    Idle,
+    Scanning(Scan<'d>),
+    /// The scan ended in `end_epoch`; the checkpoint commits once the log is durable through it.
+    Waiting { scan: Scan<'d>, end_epoch: u64 },
+}
+
+/// What one [`Checkpointer::step`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointStep {
+    /// Nothing due.
+    Idle,
+    /// Began a checkpoint, or read more rows.
+    Scanned,
+    /// Waiting for the log to be durable through the scan's end epoch.
+    Waiting,
+    /// Committed a checkpoint of `rows` rows at begin epoch `begin_epoch` and deleted what it covers.
+    Committed { rows: u64, begin_epoch: u64 },
+}
+
+/// Takes fuzzy checkpoints while transactions run, one bounded step at a time: the thread
+/// that runs it (or a deterministic test) decides when steps happen.
+#[derive(Debug)]
+pub struct Checkpointer<'d> {
+    dir: &'d dyn Dir,
+    policy: CheckpointPolicy,
+    phase: Phase<'d>,
+    /// When the last checkpoint ended (or the checkpointer started), and the log's size then.
+    last_ms: u64,
+    last_log_bytes: u64,
+    row: Vec<u64>,
+    /// Checkpoints committed.
+    pub committed: u64,
+}
+
+impl<'d> Checkpointer<'d> {
+    pub fn new(dir: &'d dyn Dir, policy: CheckpointPolicy, now_ms: u64, log_bytes: u64) -> Self {
+        Checkpointer {
+            dir,
+            policy,
+            phase: Phase::Idle,
+            last_ms: now_ms,
+            last_log_bytes: log_bytes,
+            row: Vec::new(),
+            committed: 0,
+        }
+    }
+
+    /// Whether the policy asks for a checkpoint now.
+    fn due(&self, now_ms: u64, log_bytes: u64) -> bool {
+        self.policy.period_ms.is_some_and(|period| now_ms.saturating_sub(self.last_ms) >= period)
+            || self.policy.log_bytes.is_some_and(|bytes| log_bytes.saturating_sub(self.last_log_bytes) >= bytes)
+    }
+
+    /// Starts a checkpoint now whatever the policy says (tests, and a shutdown checkpoint).
+    pub fn begin_now(&mut self, logger: &Logger) -> Result<(), LogError> {
+        if matches!(self.phase, Phase::Idle) {
+            self.phase = Phase::Scanning(Scan::begin(self.dir, logger.durable_epoch() + 1)?);
+        }
+        Ok(())
+    }
+
+    /// Whether a checkpoint is in progress.
+    pub fn busy(&self) -> bool {
+        !matches!(self.phase, Phase::Idle)
+    }
+
+    /// One step: starts a checkpoint if one is due, reads up to `rows_max` rows, or commits a
+    /// finished scan once the log is durable through its end epoch.
+    pub fn step(
+        &mut self,
+        database: &Database,
+        logger: &Logger,
+        now_ms: u64,
+        rows_max: usize,
+    ) -> Result<CheckpointStep, LogError> {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => {
+                if !self.due(now_ms, logger.bytes_written()) {
+                    return Ok(CheckpointStep::Idle);
+                }
+                self.phase = Phase::Scanning(Scan::begin(self.dir, logger.durable_epoch() + 1)?);
+                Ok(CheckpointStep::Scanned)
+            }
+            Phase::Scanning(mut scan) => {
+                if scan.advance(database, rows_max, &mut self.row)? {
+                    // Every row read so far shows writes of epochs up to the current one at
+                    // most; the checkpoint may commit once they are all durable.
+                    let end_epoch = logger.global_epoch();
+                    logger.want_durable(end_epoch);
+                    self.phase = Phase::Waiting { scan, end_epoch };
+                } else {
+                    self.phase = Phase::Scanning(scan);
+                }
+                Ok(CheckpointStep::Scanned)
+            }
+            Phase::Waiting { scan, end_epoch } => {
+                logger.check()?;
+                let durable_epoch = logger.durable_epoch();
+                if durable_epoch < end_epoch {
+                    self.phase = Phase::Waiting { scan, end_epoch };
+                    return Ok(CheckpointStep::Waiting);
+                }
+                let begin_epoch = scan.writer.begin_epoch();
+                let rows = scan.writer.finish(end_epoch, durable_epoch)?;
+                self.committed += 1;
+                self.last_ms = now_ms;
+                self.last_log_bytes = logger.bytes_written();
+                Ok(CheckpointStep::Committed { rows, begin_epoch })
+            }
+        }
+    }
+}
