@@ -262,6 +262,9 @@ struct FaultyFile {
     /// Length of `current` at the last operation that was not an append (a truncate or a
     /// create): bytes past it were appended since and can be torn.
     append_start: usize,
+    /// Whether anything but appends changed the file since its last sync (else `durable` is
+    /// a prefix of `current`, and a sync only copies the new tail).
+    rewritten: bool,
 }
 
 #[derive(Debug)]
@@ -341,6 +344,7 @@ impl FaultyDir {
             file.current.clone_from(&kept);
             file.durable = kept;
             file.append_start = file.current.len();
+            file.rewritten = false;
         }
         state.names = state.durable_names.clone();
         let live: Vec<u64> = state.names.values().copied().collect();
@@ -469,7 +473,13 @@ impl Dir for FaultyDir {
             });
         }
         let file = Self::file_mut(&mut state, name)?;
-        file.durable.clone_from(&file.current);
+        if file.rewritten || file.durable.len() > file.current.len() {
+            file.durable.clone_from(&file.current);
+        } else {
+            let synced = file.durable.len();
+            file.durable.extend_from_slice(&file.current[synced..]);
+        }
+        file.rewritten = false;
         Ok(())
     }
 
@@ -484,6 +494,7 @@ impl Dir for FaultyDir {
         let file = Self::file_mut(&mut state, name)?;
         file.current.resize(len as usize, 0);
         file.append_start = file.current.len();
+        file.rewritten = true;
         Ok(())
     }
 

@@ -152,7 +152,10 @@ impl TablesConfig {
         }
         match (&self.wal, self.durability) {
             (None, Durability::Async | Durability::Sync) => {
-                return invalid(format!("durability {} needs a write-ahead log directory", durability_name(self.durability)));
+                return invalid(format!(
+                    "durability {} needs a write-ahead log directory",
+                    durability_name(self.durability)
+                ));
             }
             (Some(_), Durability::Off) => {
                 return invalid("durability off logs nothing: give async or sync, or no log directory".into());
@@ -249,6 +252,9 @@ pub enum TablesError {
     History(String),
 }
 
+/// Receives acknowledged history entries; an error stops the run.
+pub type HistorySink<'a> = dyn FnMut(&HistoryEntry) -> Result<(), String> + 'a;
+
 /// Optional ways into a run.
 #[derive(Default)]
 pub struct RunHooks<'a> {
@@ -258,7 +264,7 @@ pub struct RunHooks<'a> {
     /// Receives every committed transaction's history entry as it is acknowledged, from the
     /// main thread every few milliseconds, instead of collecting them in the report (with
     /// `record_history`). An error stops the run.
-    pub on_acknowledged: Option<&'a mut dyn FnMut(&HistoryEntry) -> Result<(), String>>,
+    pub on_acknowledged: Option<&'a mut HistorySink<'a>>,
 }
 
 impl std::fmt::Debug for RunHooks<'_> {
@@ -368,7 +374,11 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             threads,
             batch: self.config.reorder.then(|| BatchFront::new(threads, self.config.effective_batch())),
             logged: wal.is_some(),
-            acknowledged: if streaming { (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect() } else { Vec::new() },
+            acknowledged: if streaming {
+                (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect()
+            } else {
+                Vec::new()
+            },
             failure: Mutex::new(None),
         };
         let (mut logs, logger, dir, recovery) = match wal {
@@ -416,7 +426,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
                     shared.stream_acknowledged(sink);
                 }
                 let elapsed = shared.start.elapsed();
-                if elapsed - last_progress >= Duration::from_millis(PROGRESS_MS) {
+                if elapsed.saturating_sub(last_progress) >= Duration::from_millis(PROGRESS_MS) {
                     last_progress = elapsed;
                     let commits = shared.commits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
                     (self.progress)(elapsed.as_secs_f64(), commits);
@@ -428,7 +438,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             let checkpoints = checkpointer.map_or(0, |h| h.join().expect("the checkpoint thread panicked"));
             (results, checkpoints)
         });
-        if let Some(sink) = on_acknowledged.as_deref_mut() {
+        if let Some(sink) = on_acknowledged {
             shared.stream_acknowledged(sink);
         }
         let durability = match logger {
@@ -559,7 +569,7 @@ impl<P> Shared<'_, P> {
     }
 
     /// Hands every acknowledged entry waiting in the workers' queues to `sink`.
-    fn stream_acknowledged(&self, sink: &mut dyn FnMut(&HistoryEntry) -> Result<(), String>) {
+    fn stream_acknowledged(&self, sink: &mut HistorySink<'_>) {
         for queue in &self.acknowledged {
             while let Some(entry) = queue.pop() {
                 if let Err(error) = sink(&entry) {

@@ -281,8 +281,7 @@ pub fn open(
     }
     let (database, recovery) = if has_checkpoint {
         let started = Instant::now();
-        let mut loader =
-            RowLoader::new(workload.schema(), options.index, options.initial_meta).map_err(load_error)?;
+        let mut loader = RowLoader::new(workload.schema(), options.index, options.initial_meta).map_err(load_error)?;
         let mut failed = None;
         let recovered = ordo_log::recover(&*dir, |row| {
             if failed.is_none()
@@ -376,7 +375,10 @@ enum Phase<'d> {
     Idle,
     Scanning(Scan<'d>),
     /// The scan ended in `end_epoch`; the checkpoint commits once the log is durable through it.
-    Waiting { scan: Scan<'d>, end_epoch: u64 },
+    Waiting {
+        scan: Scan<'d>,
+        end_epoch: u64,
+    },
 }
 
 /// What one [`Checkpointer::step`] did.

@@ -48,7 +48,12 @@ impl Epochs {
 
     /// An epoch that only [`Epochs::advance`] moves, starting at 1.
     pub fn manual() -> Self {
-        Epochs { current: Arc::new(EpochCell::new(1)), follows: false, stop: Arc::new(AtomicBool::new(false)), thread: None }
+        Epochs {
+            current: Arc::new(EpochCell::new(1)),
+            follows: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        }
     }
 
     /// The epoch `cell` holds, advanced by whoever owns it (the logger: `Logger::epoch_cell`).
