@@ -74,8 +74,8 @@ fn run_on(
     duration_ms: u64,
 ) -> (Result<TableRunReport, TablesError>, Vec<HistoryEntry>) {
     let mut acknowledged = Vec::new();
-    let mut sink = |entry: &HistoryEntry| {
-        acknowledged.push(entry.clone());
+    let mut sink = |entries: &[HistoryEntry]| {
+        acknowledged.extend_from_slice(entries);
         Ok(())
     };
     let hooks = RunHooks { dir: Some(Arc::new(dir.clone()) as Arc<dyn Dir>), on_acknowledged: Some(&mut sink) };
@@ -191,8 +191,8 @@ fn a_run_on_real_files_restarts_where_it_stopped() {
     let config = TablesConfig { wal: Some(path.clone()), ..config(Durability::Sync) };
     let mut all = Vec::new();
     for round in 0..3 {
-        let mut sink = |entry: &HistoryEntry| {
-            all.push(entry.clone());
+        let mut sink = |entries: &[HistoryEntry]| {
+            all.extend_from_slice(entries);
             Ok(())
         };
         let hooks = RunHooks { dir: None, on_acknowledged: Some(&mut sink) };

@@ -252,8 +252,9 @@ pub enum TablesError {
     History(String),
 }
 
-/// Receives acknowledged history entries; an error stops the run.
-pub type HistorySink<'a> = dyn FnMut(&HistoryEntry) -> Result<(), String> + 'a;
+/// Receives acknowledged history entries, a batch every few milliseconds; an error stops the
+/// run.
+pub type HistorySink<'a> = dyn FnMut(&[HistoryEntry]) -> Result<(), String> + 'a;
 
 /// Optional ways into a run.
 #[derive(Default)]
@@ -390,6 +391,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
         let checkpoint_stop = AtomicBool::new(false);
         let total = self.spec.warmup + self.spec.duration + self.spec.cooldown;
         let mut on_acknowledged = self.hooks.on_acknowledged.take();
+        let mut batch = Vec::new();
         let (results, checkpoints): (Vec<WorkerResult>, u64) = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|index| {
@@ -423,7 +425,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
                 }
                 std::thread::sleep(left.min(tick));
                 if let Some(sink) = on_acknowledged.as_deref_mut() {
-                    shared.stream_acknowledged(sink);
+                    shared.stream_acknowledged(sink, &mut batch);
                 }
                 let elapsed = shared.start.elapsed();
                 if elapsed.saturating_sub(last_progress) >= Duration::from_millis(PROGRESS_MS) {
@@ -439,7 +441,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             (results, checkpoints)
         });
         if let Some(sink) = on_acknowledged {
-            shared.stream_acknowledged(sink);
+            shared.stream_acknowledged(sink, &mut batch);
         }
         let durability = match logger {
             None => None,
@@ -568,15 +570,18 @@ impl<P> Shared<'_, P> {
         self.stop.store(true, Ordering::Relaxed);
     }
 
-    /// Hands every acknowledged entry waiting in the workers' queues to `sink`.
-    fn stream_acknowledged(&self, sink: &mut HistorySink<'_>) {
+    /// Hands every acknowledged entry waiting in the workers' queues to `sink`, as one batch.
+    fn stream_acknowledged(&self, sink: &mut HistorySink<'_>, batch: &mut Vec<HistoryEntry>) {
+        batch.clear();
         for queue in &self.acknowledged {
             while let Some(entry) = queue.pop() {
-                if let Err(error) = sink(&entry) {
-                    self.fail(TablesError::History(error));
-                    return;
-                }
+                batch.push(entry);
             }
+        }
+        if !batch.is_empty()
+            && let Err(error) = sink(batch)
+        {
+            self.fail(TablesError::History(error));
         }
     }
 }

@@ -24,6 +24,8 @@ use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
 
+mod durability;
+
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Threads engine")]
 pub struct ThreadsArgs {
@@ -49,11 +51,18 @@ pub struct ThreadsArgs {
     /// tpcc and tpcc-hybrid, `array` for micro, smallbank and ycsb.
     #[arg(long)]
     pub index: Option<String>,
+    #[command(flatten)]
+    pub durability: durability::DurabilityArgs,
 }
 
 /// The `--index` of a run: whether it runs on tables (the storage engine) and with which index.
 fn index_of(args: &BenchArgs) -> Result<Option<Index>> {
-    let tables = args.workload.needs_tables();
+    // The log runs on tables: with --wal a key-value workload goes behind the B+tree.
+    let logs = args.threads.durability.logs();
+    if logs && !args.workload.needs_tables() && args.threads.index.as_deref() == Some("array") {
+        bail!("--wal runs on tables, not the flat store of --index array: use --index tree (the default with --wal)");
+    }
+    let tables = args.workload.needs_tables() || logs;
     match args.threads.index.as_deref() {
         None if tables => Ok(Some(Index::Tree)),
         None | Some("array") if !tables => Ok(None),
@@ -93,6 +102,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     if let Some(index) = index_of(args)? {
         return plan_tables(args, index, &protocols);
     }
+    args.threads.durability.check_flat_store()?;
     let mut planned = Vec::new();
     let mut seen = Vec::new();
     for &theta in &args.theta {
@@ -229,7 +239,8 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
                 for &threads in &t.threads {
-                    let config = TablesConfig { threads, index, ..TablesConfig::default() };
+                    let mut config = TablesConfig { threads, index, ..TablesConfig::default() };
+                    t.durability.apply(&mut config)?;
                     let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
@@ -268,6 +279,9 @@ fn planned_table_run(
     knobs.insert("threads".into(), config.threads.into());
     knobs.insert("index".into(), config.index.name().into());
     knobs.insert("epoch_ms".into(), config.epoch_ms.into());
+    for (name, value) in durability::DurabilityArgs::describe(&config) {
+        knobs.insert(name.into(), value);
+    }
     if let Some(range) = analytic_range {
         knobs.insert("analytic_range".into(), range.into());
     }
@@ -276,11 +290,15 @@ fn planned_table_run(
     }
     let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
     let workload_args = workload_args.clone();
+    let base_seed = args.seed;
     Planned {
         info: info.clone(),
         label,
         run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
-            let workload = workload_args.build_tables(theta, seed, analytic_range.unwrap_or(0.0))?;
+            // With a log, every run continues the database the directory holds: its initial
+            // rows come from the seed that created it, not this run's.
+            let data_seed = durability::data_seed(&config, &workload_args, base_seed, seed)?;
+            let workload = workload_args.build_tables(theta, data_seed, analytic_range.unwrap_or(0.0))?;
             let spec = TableRunSpec {
                 seed,
                 warmup: Duration::from_secs_f64(options.warmup_s),
@@ -289,10 +307,33 @@ fn planned_table_run(
                 record_history: options.history.is_some() || options.verify,
             };
             let meter = RateMeter::new(bar);
-            let report = ordo_threads::tables::run(&config, &workload, &spec, |elapsed_s, commits| {
-                meter.update(elapsed_s, commits);
-            })
+            // With a log, the history is appended as commits are acknowledged.
+            let mut stream = match &options.history {
+                Some(path) if config.wal.is_some() => Some(durability::HistoryStream::create(path, options.verify)?),
+                _ => None,
+            };
+            let mut append = |entries: &[ordo_history::HistoryEntry]| match &mut stream {
+                Some(stream) => stream.append(entries),
+                None => Ok(()),
+            };
+            let hooks = ordo_threads::tables::driver::RunHooks {
+                dir: None,
+                on_acknowledged: config.wal.is_some().then_some(&mut append as &mut _),
+            };
+            let mut report = ordo_threads::tables::driver::run_with(
+                &config,
+                &workload,
+                &spec,
+                |elapsed_s, commits| meter.update(elapsed_s, commits),
+                hooks,
+            )
             .map_err(|e| anyhow!("{e}"))?;
+            if let Some(stream) = stream {
+                report.history = stream.into_kept();
+            }
+            if let Some(line) = durability::summary(&report) {
+                bar.suspend(|| eprintln!("write-ahead log: {line}"));
+            }
             let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
             bar.suspend(|| {
                 eprintln!(
@@ -302,7 +343,7 @@ fn planned_table_run(
                     consistency.checked.join(", ")
                 );
             });
-            if let Some(path) = &options.history {
+            if let Some(path) = options.history.as_ref().filter(|_| config.wal.is_none()) {
                 super::write_history(path, report.history.iter().cloned())?;
             }
             if options.verify {
