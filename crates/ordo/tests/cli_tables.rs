@@ -99,10 +99,15 @@ fn what_cannot_run_on_tables_is_refused_before_anything_runs() {
         .failure()
         .stderr(contains("run it with --engine threads"));
     ordo()
-        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--protocol", "silo,tictoc"])
+        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--protocol", "silo,ssi"])
         .assert()
         .failure()
-        .stderr(contains("--protocol silo only"));
+        .stderr(contains("so far, not ssi"));
+    ordo()
+        .args(["bench", "--engine", "threads", "--workload", "tpcc", "--protocol", "reorder"])
+        .assert()
+        .failure()
+        .stderr(contains("so far, not reorder"));
     ordo()
         .args(["bench", "--engine", "threads", "--workload", "tpcc", "--index", "array"])
         .args(SHORT)

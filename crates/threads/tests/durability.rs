@@ -1,5 +1,6 @@
-//! Deterministic crash tests of the engine over tables with its write-ahead log: Silo, the
-//! real `Trace` → `WorkerLog` → logger → segments path, fuzzy checkpoints and recovery into a
+//! Deterministic crash tests of the engine over tables with its write-ahead log, under every
+//! protocol on tables (Silo, TicToc, 2PL, serial): the real `Trace` → `WorkerLog` → logger →
+//! segments path, fuzzy checkpoints and recovery into a
 //! database, all over a fault-injecting directory, driven by one thread from one seed.
 //!
 //! Several virtual workers run whole transactions one at a time (so the commit order is the
@@ -21,9 +22,12 @@ use ordo_log::naming::{self, LogFile};
 use ordo_log::{Dir, Durability, FaultyDir, LogError};
 use ordo_storage::TableId;
 use ordo_storage::{Schema, TableSchema};
+use ordo_threads::ProtocolKind;
 use ordo_threads::tables::driver::{Finished, run_transaction};
 use ordo_threads::tables::durable::{self, CheckpointPolicy, Checkpointer, OpenOptions};
-use ordo_threads::tables::{Index, SiloTables, TableProtocol};
+use ordo_threads::tables::{
+    Index, SerialTables, SiloTables, TableProtocol, TicTocTables, TwoPhaseTables, WorkerOptions,
+};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{
     Aborted, Binding, ConsistencyError, ConsistencyReport, KvTables, MemoryDb, Outcome, Scratch, SmallBank,
@@ -254,7 +258,8 @@ fn rows_per_checkpoint_step(workload: &dyn TableWorkload) -> u64 {
 /// Runs the engine until the power is cut, an fsync fails, or the cycle's steps are done.
 /// Returns the highest acknowledged epoch.
 #[allow(clippy::too_many_arguments)]
-fn run_cycle(
+fn run_cycle<P: TableProtocol>(
+    kind: ProtocolKind,
     rng: &mut Rng,
     dir: &FaultyDir,
     workload: &Arc<dyn TableWorkload>,
@@ -265,13 +270,15 @@ fn run_cycle(
     acknowledged_epoch: &mut u64,
 ) -> Result<(), (String, &'static str)> {
     let shared: Arc<dyn Dir> = Arc::new(dir.clone());
+    let workers_count = if P::CONCURRENT { WORKERS } else { 1 };
     let options = OpenOptions {
         durability: Durability::Sync,
         epoch_ms: EPOCH_MS,
-        workers: WORKERS,
+        workers: workers_count,
         index: Index::Tree,
         load_threads: 1,
-        initial_meta: SiloTables::INITIAL_META,
+        initial_meta: P::INITIAL_META,
+        recovered_meta: P::recovered_meta,
         manual_logger: true,
         segment_bytes_max: SEGMENT_BYTES_MAX,
     };
@@ -280,14 +287,14 @@ fn run_cycle(
     let logger = opened.logger;
     // The engine's database holds exactly the recovered state, versions included.
     assert!(database_rows(&opened.database) == *expected, "the database loaded from the log differs from it");
-    let silo = SiloTables::over(opened.database);
+    let protocol = P::over(opened.database, kind);
     let mut workers: Vec<_> = opened
         .logs
         .into_iter()
         .enumerate()
         .map(|(index, log)| {
-            let mut worker = silo.worker(index, true);
-            <SiloTables as TableProtocol>::trace(&mut worker).log_to(log);
+            let mut worker = protocol.worker(WorkerOptions { index, workers: workers_count, record_history: true });
+            P::trace(&mut worker).log_to(log);
             worker
         })
         .collect();
@@ -300,31 +307,31 @@ fn run_cycle(
     for _ in 0..steps {
         match rng.below(20) {
             0..=9 => {
-                let index = rng.below(WORKERS as u64) as usize;
+                let index = rng.below(workers_count as u64) as usize;
                 let worker = &mut workers[index];
                 workload.generate(&mut txn_rng, index, &mut txn);
                 let (finished, _) =
-                    run_transaction(&silo, worker, workload.as_ref(), &txn, &mut scratch, &mut row, |r, _| r < 5);
+                    run_transaction(&protocol, worker, workload.as_ref(), &txn, &mut scratch, &mut row, |r, _| r < 5);
                 if finished == Finished::Committed {
                     if rng.below(8) == 0 {
                         // Reclaim tombstones now and then, so keys leave the index and come back.
-                        silo.reclaim_all(&mut workers[index]);
+                        protocol.quiesce(&mut workers[index]);
                     }
                     let worker = &mut workers[index];
-                    let entry = worker.history().pop().expect("histories are recorded");
+                    let entry = P::history(worker).pop().expect("histories are recorded");
                     let installed = entry.all_writes().map(|(a, _)| (a.table, a.key, a.version)).collect();
                     // One thread: the epoch cannot move between the commit and here.
-                    committed.push(Committed { epoch: silo.epoch(), txn: txn.clone(), installed });
+                    committed.push(Committed { epoch: protocol.database().epoch(), txn: txn.clone(), installed });
                     coverage.commits += 1;
                 } else {
                     assert_ne!(finished, Finished::Stopped, "a lone transaction aborted five times");
                 }
             }
             // A worker enters the current epoch and holds it (a slow worker), or goes idle.
-            10 => <SiloTables as TableProtocol>::trace(&mut workers[rng.below(WORKERS as u64) as usize]).enter_epoch(),
+            10 => P::trace(&mut workers[rng.below(workers_count as u64) as usize]).enter_epoch(),
             11 => {
-                let worker = &mut workers[rng.below(WORKERS as u64) as usize];
-                <SiloTables as TableProtocol>::trace(worker).log().expect("logged").idle();
+                let worker = &mut workers[rng.below(workers_count as u64) as usize];
+                P::trace(worker).log().expect("logged").idle();
             }
             12..=15 => {
                 now_ms += rng.below(3 * EPOCH_MS);
@@ -338,7 +345,8 @@ fn run_cycle(
                 checkpointer.begin_now(&logger).map_err(|error| (error.to_string(), "checkpoint"))?;
             }
             _ => {
-                let step = checkpointer.step(silo.database(), &logger, now_ms, 1 + rng.below(rows_per_step) as usize);
+                let step =
+                    checkpointer.step(protocol.database(), &logger, now_ms, 1 + rng.below(rows_per_step) as usize);
                 if let durable::CheckpointStep::Committed { .. } =
                     step.map_err(|error| (error.to_string(), "checkpoint"))?
                 {
@@ -350,8 +358,14 @@ fn run_cycle(
     Ok(())
 }
 
-fn check_seed(seed: u64, workload: &Arc<dyn TableWorkload>, steps: usize, coverage: &mut Coverage) {
-    let hint = format!("replay: ORDO_SEED={seed} cargo test -p ordo-threads --test durability");
+fn check_seed<P: TableProtocol>(
+    kind: ProtocolKind,
+    seed: u64,
+    workload: &Arc<dyn TableWorkload>,
+    steps: usize,
+    coverage: &mut Coverage,
+) {
+    let hint = format!("{kind}: replay: ORDO_SEED={seed} cargo test -p ordo-threads --test durability");
     let mut rng = Rng(seed);
     let dir = FaultyDir::new(seed);
     let mut committed: Vec<Committed> = Vec::new();
@@ -362,7 +376,17 @@ fn check_seed(seed: u64, workload: &Arc<dyn TableWorkload>, steps: usize, covera
         if rng.below(4) == 0 {
             dir.fail_sync_after(1 + rng.below(30));
         }
-        match run_cycle(&mut rng, &dir, workload, &mut committed, coverage, steps, &state, &mut acknowledged_epoch) {
+        match run_cycle::<P>(
+            kind,
+            &mut rng,
+            &dir,
+            workload,
+            &mut committed,
+            coverage,
+            steps,
+            &state,
+            &mut acknowledged_epoch,
+        ) {
             Ok(()) => {}
             Err((error, place)) => {
                 if dir.is_powered_off() {
@@ -439,15 +463,24 @@ fn seeds(default: u64) -> Vec<u64> {
     }
 }
 
-#[test]
-fn smallbank_recovers_a_prefix_of_its_commits_with_every_acknowledged_one_after_any_crash() {
-    let workload = smallbank();
+/// Runs `seeds` seeds of `workload` under every protocol on tables; returns the coverage.
+fn every_protocol(workload: &Arc<dyn TableWorkload>, seeds: &[u64], steps: usize) -> Coverage {
     let mut coverage = Coverage::default();
-    let seeds = seeds(600);
-    for &seed in &seeds {
-        check_seed(seed, &workload, 400, &mut coverage);
+    for &seed in seeds {
+        check_seed::<SiloTables>(ProtocolKind::Silo, seed, workload, steps, &mut coverage);
+        check_seed::<TicTocTables>(ProtocolKind::TicToc, seed, workload, steps, &mut coverage);
+        let two_phase = if seed % 2 == 0 { ProtocolKind::NoWait } else { ProtocolKind::WaitDie };
+        check_seed::<TwoPhaseTables>(two_phase, seed, workload, steps, &mut coverage);
+        check_seed::<SerialTables>(ProtocolKind::Serial, seed, workload, steps, &mut coverage);
     }
     eprintln!("{coverage:?}");
+    coverage
+}
+
+#[test]
+fn smallbank_recovers_a_prefix_of_its_commits_with_every_acknowledged_one_after_any_crash() {
+    let seeds = seeds(300);
+    let coverage = every_protocol(&smallbank(), &seeds, 400);
     if seeds.len() > 1 {
         // The seeds must reach the interesting points, or the test proves little.
         assert!(
@@ -466,13 +499,8 @@ fn smallbank_recovers_a_prefix_of_its_commits_with_every_acknowledged_one_after_
 
 #[test]
 fn tpcc_with_inserts_and_deletes_recovers_a_prefix_of_its_commits_after_any_crash() {
-    let workload = tpcc();
-    let mut coverage = Coverage::default();
-    let seeds = seeds(16);
-    for &seed in &seeds {
-        check_seed(seed, &workload, 250, &mut coverage);
-    }
-    eprintln!("{coverage:?}");
+    let seeds = seeds(6);
+    let coverage = every_protocol(&tpcc(), &seeds, 250);
     if seeds.len() > 1 {
         assert!(coverage.checkpoints > 0 && coverage.acknowledged > 0, "{coverage:?}");
     }
@@ -481,12 +509,8 @@ fn tpcc_with_inserts_and_deletes_recovers_a_prefix_of_its_commits_after_any_cras
 #[test]
 fn deleted_and_recreated_keys_recover_with_increasing_versions() {
     let workload: Arc<dyn TableWorkload> = Arc::new(Toggle::new());
-    let mut coverage = Coverage::default();
-    let seeds = seeds(600);
-    for &seed in &seeds {
-        check_seed(seed, &workload, 400, &mut coverage);
-    }
-    eprintln!("{coverage:?}");
+    let seeds = seeds(300);
+    let coverage = every_protocol(&workload, &seeds, 400);
     if seeds.len() > 1 {
         assert!(coverage.checkpoints > 0 && coverage.acknowledged > 0 && coverage.lost_epochs > 0, "{coverage:?}");
     }

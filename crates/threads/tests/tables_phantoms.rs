@@ -315,3 +315,17 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
     let allocated = silo.database().table(ITEMS).records.allocated();
     assert!(allocated < total / 2, "{allocated} records allocated for a queue of 100 after {total} steps");
 }
+
+#[test]
+fn an_own_insert_deleted_again_leaves_nothing_behind() {
+    let silo = database();
+    let mut worker = silo.worker(0, false);
+    let mut tx = silo.begin(&mut worker);
+    assert_eq!(tx.insert(ITEMS, 5, &[5]), Ok(true));
+    assert_eq!(tx.delete(ITEMS, 5), Ok(true));
+    assert_eq!(tx.commit().map(drop), Ok(()));
+    assert_eq!(worker.pending_reclaims(), 1, "the placeholder waits for reclamation");
+    silo.reclaim_all(&mut worker);
+    assert_eq!(worker.pending_reclaims(), 0);
+    assert_eq!(silo.database().table(ITEMS).index.len(), 10, "only the loaded keys remain in the index");
+}

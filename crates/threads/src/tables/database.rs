@@ -358,14 +358,16 @@ fn empty_tables(schema: &Schema, index: Index) -> Vec<Table> {
 pub struct RowLoader<'a> {
     schema: &'a Schema,
     index: Index,
-    initial_meta: u64,
+    /// The meta word of a record at a version.
+    meta_of: fn(u64) -> u64,
     tables: Vec<Table>,
     entries: Vec<Vec<(u64, u64)>>,
 }
 
 impl<'a> RowLoader<'a> {
-    /// An empty database for `schema`; every record will start with meta word `initial_meta`.
-    pub fn new(schema: &'a Schema, index: Index, initial_meta: u64) -> Result<Self, LoadError> {
+    /// An empty database for `schema`; a record at version `v` starts with meta word
+    /// `meta_of(v)` (the protocol's `recovered_meta`).
+    pub fn new(schema: &'a Schema, index: Index, meta_of: fn(u64) -> u64) -> Result<Self, LoadError> {
         if index == Index::Array
             && let Some(table) = schema.tables().iter().find(|t| t.dense_keys.is_none() || t.index_of.is_some())
         {
@@ -373,7 +375,7 @@ impl<'a> RowLoader<'a> {
         }
         let tables = empty_tables(schema, index);
         let entries = vec![Vec::new(); tables.len()];
-        Ok(RowLoader { schema, index, initial_meta, tables, entries })
+        Ok(RowLoader { schema, index, meta_of, tables, entries })
     }
 
     /// Adds the present row `key` of `table` at `version`.
@@ -392,7 +394,8 @@ impl<'a> RowLoader<'a> {
                 key
             }
         };
-        write_record(table.record(rid), self.initial_meta, key, version & VERSION_MASK, row);
+        let version = version & VERSION_MASK;
+        write_record(table.record(rid), (self.meta_of)(version), key, version, row);
         self.entries[table_id as usize].push((key, rid));
         Ok(())
     }

@@ -34,8 +34,9 @@ use ordo_harness::{AbortCause, Recorder, Window};
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FileDir, Logger, WorkerLog};
 use ordo_reorder::{ThreadAssigner, TxnFootprint};
+use ordo_storage::{Direction, TableId};
 use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Txn, WorkloadRng,
+    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
     rng_from_seed,
 };
 use parking_lot::Mutex;
@@ -48,7 +49,10 @@ use super::durable::{
 };
 use super::epoch::Epochs;
 use super::protocol::{TableProtocol, WorkerOptions};
+use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
+use super::tictoc::TicTocTables;
+use super::two_phase::TwoPhaseTables;
 use crate::config::ProtocolKind;
 use crate::protocol::Spin;
 
@@ -303,6 +307,9 @@ pub fn run_with(
     let run = Run { loading, config, workload: workload.as_ref(), spec, progress, hooks, load_threads };
     match config.protocol {
         ProtocolKind::Silo => run.start::<SiloTables>(),
+        ProtocolKind::TicToc => run.start::<TicTocTables>(),
+        ProtocolKind::NoWait | ProtocolKind::WaitDie => run.start::<TwoPhaseTables>(),
+        ProtocolKind::Serial => run.start::<SerialTables>(),
         other => Err(TablesError::Config(format!(
             "protocol {other} does not run on tables yet; on tables: silo (or --index array with a key-value workload)"
         ))),
@@ -335,7 +342,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
         let Some(path) = &config.wal else {
             let epochs = Epochs::clock(config.epoch_ms);
             let database = Database::load(self.workload, config.index, self.load_threads, P::INITIAL_META, epochs)?;
-            return self.drive(&P::over(database), None);
+            return self.drive(&P::over(database, config.protocol), None);
         };
         let dir: Arc<dyn Dir> = match self.hooks.dir.take() {
             Some(dir) => dir,
@@ -351,12 +358,13 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             index: config.index,
             load_threads: self.load_threads,
             initial_meta: P::INITIAL_META,
+            recovered_meta: P::recovered_meta,
             manual_logger: false,
             segment_bytes_max: SEGMENT_BYTES_MAX,
         };
         let opened = durable::open(dir, path, self.workload, &options)?;
         let wal = Wal { logger: opened.logger, logs: opened.logs, dir: opened.dir, recovery: opened.recovery };
-        self.drive(&P::over(opened.database), Some(wal))
+        self.drive(&P::over(opened.database, config.protocol), Some(wal))
     }
 
     fn drive<P: TableProtocol>(mut self, protocol: &P, wal: Option<Wal>) -> Result<TableRunReport, TablesError> {
@@ -613,11 +621,34 @@ pub fn run_transaction<P: TableProtocol>(
     row: &mut Vec<u64>,
     on_abort: impl FnMut(u32, AbortCause) -> bool,
 ) -> (Finished, u32) {
-    let (finished, restarts, _) = run_attempts(protocol, worker, workload, txn, scratch, row, on_abort);
+    run_transaction_counted(protocol, worker, workload, txn, scratch, row, &mut RowCounts::default(), on_abort)
+}
+
+/// Rows a committed attempt read: by point reads (present keys) and returned by scans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub point_reads: u64,
+    pub scan_rows: u64,
+}
+
+/// [`run_transaction`], also counting into `rows` the rows its committed attempt read.
+#[allow(clippy::too_many_arguments)]
+pub fn run_transaction_counted<P: TableProtocol>(
+    protocol: &P,
+    worker: &mut P::Worker,
+    workload: &dyn TableWorkload,
+    txn: &Txn,
+    scratch: &mut Scratch,
+    row: &mut Vec<u64>,
+    rows: &mut RowCounts,
+    on_abort: impl FnMut(u32, AbortCause) -> bool,
+) -> (Finished, u32) {
+    let (finished, restarts, _) = run_attempts(protocol, worker, workload, txn, scratch, row, rows, on_abort);
     (finished, restarts)
 }
 
-/// [`run_transaction`], also returning a committed transaction's epoch.
+/// [`run_transaction_counted`], also returning a committed transaction's epoch.
+#[allow(clippy::too_many_arguments)]
 fn run_attempts<P: TableProtocol>(
     protocol: &P,
     worker: &mut P::Worker,
@@ -625,13 +656,17 @@ fn run_attempts<P: TableProtocol>(
     txn: &Txn,
     scratch: &mut Scratch,
     row: &mut Vec<u64>,
+    rows: &mut RowCounts,
     mut on_abort: impl FnMut(u32, AbortCause) -> bool,
 ) -> (Finished, u32, u64) {
     let mut restarts = 0u32;
     loop {
         P::trace(worker).enter_epoch();
         let mut tx = protocol.begin(worker, restarts > 0);
-        let outcome = workload.run(txn, &mut Maintained::new(workload.schema(), &mut tx, row), scratch);
+        let mut counted =
+            Counted { inner: Maintained::new(workload.schema(), &mut tx, row), rows: RowCounts::default() };
+        let outcome = workload.run(txn, &mut counted, scratch);
+        let attempt_rows = counted.rows;
         let committed = match outcome {
             Ok(Outcome::Commit) => P::commit(tx),
             Ok(Outcome::UserAbort) => {
@@ -642,6 +677,8 @@ fn run_attempts<P: TableProtocol>(
         };
         match committed {
             Ok(committed) => {
+                rows.point_reads += attempt_rows.point_reads;
+                rows.scan_rows += attempt_rows.scan_rows;
                 P::trace(worker).log_commit(committed.epoch);
                 return (Finished::Committed, restarts, committed.epoch);
             }
@@ -655,6 +692,55 @@ fn run_attempts<P: TableProtocol>(
     }
 }
 
+/// A [`Tx`] that counts the rows the workload was given.
+struct Counted<T> {
+    inner: T,
+    rows: RowCounts,
+}
+
+impl<T: Tx> Tx for Counted<T> {
+    #[inline]
+    fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
+        let present = self.inner.get(table, key, row, for_update)?;
+        self.rows.point_reads += u64::from(present);
+        Ok(present)
+    }
+
+    #[inline]
+    fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.inner.put(table, key, row)
+    }
+
+    #[inline]
+    fn insert(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.inner.insert(table, key, row)
+    }
+
+    #[inline]
+    fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
+        self.inner.delete(table, key)
+    }
+
+    #[inline]
+    fn scan(
+        &mut self,
+        table: TableId,
+        low: u64,
+        high: u64,
+        direction: Direction,
+        limit: usize,
+        visit: &mut dyn FnMut(u64, &[u64]) -> bool,
+    ) -> Result<usize, Aborted> {
+        let returned = self.inner.scan(table, low, high, direction, limit, visit)?;
+        self.rows.scan_rows += returned as u64;
+        Ok(returned)
+    }
+
+    fn wants_update_hints(&self) -> bool {
+        self.inner.wants_update_hints()
+    }
+}
+
 /// A committed transaction waiting for its epoch to become durable.
 #[derive(Debug)]
 struct Unacknowledged {
@@ -663,6 +749,8 @@ struct Unacknowledged {
     started: Instant,
     restarts: u32,
     procedure: u8,
+    /// Rows its committed attempt read (point reads, rows returned by scans).
+    rows: RowCounts,
     entry: Option<HistoryEntry>,
 }
 
@@ -691,6 +779,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
         let procedure = usize::from(txn.procedure);
         let (recorder, aborts_by_procedure, backoff_rng) =
             (&mut self.recorder, &mut self.aborts_by_procedure, &mut self.backoff_rng);
+        let mut rows = RowCounts::default();
         let (finished, restarts, epoch) = run_attempts(
             shared.protocol,
             &mut self.protocol_worker,
@@ -698,6 +787,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             txn,
             &mut self.scratch,
             &mut self.row,
+            &mut rows,
             |restarts, cause| {
                 let now = now_us(shared.start);
                 recorder.abort(now, cause);
@@ -724,6 +814,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
                     started: first_start,
                     restarts,
                     procedure: txn.procedure,
+                    rows,
                     entry,
                 });
                 self.acknowledge();
@@ -733,6 +824,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             }
             Finished::Committed => {
                 self.recorder.commit(now, first_start.elapsed().as_micros() as u64, restarts, txn.procedure);
+                self.recorder.rows(now, rows.point_reads, rows.scan_rows);
                 self.committed += 1;
                 shared.commits[self.index].store(self.committed, Ordering::Relaxed);
             }
@@ -765,6 +857,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             let done = self.unacknowledged.pop_front().expect("front exists");
             let latency_us = now.duration_since(done.started).as_micros() as u64;
             self.recorder.commit(now_us, latency_us, done.restarts, done.procedure);
+            self.recorder.rows(now_us, done.rows.point_reads, done.rows.scan_rows);
             if let Some(entry) = done.entry {
                 match shared.acknowledged.get(self.index) {
                     Some(queue) => queue.push(entry),

@@ -240,8 +240,10 @@ pub struct OpenOptions {
     pub workers: usize,
     pub index: Index,
     pub load_threads: usize,
-    /// The protocol's meta word for loaded records.
+    /// The protocol's meta word for records loaded from the workload.
     pub initial_meta: u64,
+    /// The protocol's meta word for a record recovered at a version.
+    pub recovered_meta: fn(u64) -> u64,
     /// A logger the caller steps (deterministic tests) instead of a thread.
     pub manual_logger: bool,
     pub segment_bytes_max: u64,
@@ -281,7 +283,8 @@ pub fn open(
     }
     let (database, recovery) = if has_checkpoint {
         let started = Instant::now();
-        let mut loader = RowLoader::new(workload.schema(), options.index, options.initial_meta).map_err(load_error)?;
+        let mut loader =
+            RowLoader::new(workload.schema(), options.index, options.recovered_meta).map_err(load_error)?;
         let mut failed = None;
         let recovered = ordo_log::recover(&*dir, |row| {
             if failed.is_none()

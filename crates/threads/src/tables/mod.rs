@@ -1,11 +1,11 @@
 //! The thread-per-worker engine over tables: workloads written against the table interface
 //! (`ordo_workload::TableWorkload`: TPC-C, the hybrid workload, and the key-value workloads
-//! through `KvTables`) run on `ordo-storage`'s record arenas and ordered indexes, under Silo
-//! with node-set phantom protection (issues 14 and 15; the plan is
-//! `docs/design/protocols-on-storage.md`).
+//! through `KvTables`) run on `ordo-storage`'s record arenas and ordered indexes, under Silo,
+//! TicToc, 2PL (`no_wait`, `wait_die`) or `serial`, each with its own phantom protection
+//! (issues 14 and 15; the plan is `docs/design/protocols-on-storage.md`).
 //!
 //! ```text
-//!   TableWorkload ── generate ──> worker t ── run(txn, Maintained(SiloTx)) ──> commit / retry
+//!   TableWorkload ── generate ──> worker t ── run(txn, Maintained(P::Attempt)) ──> commit / retry
 //!                                                │ get · put · insert · delete · scan
 //!   Database: one Table per schema table         ▼
 //!     Records arena   [ meta | key | seq | row words ... ]   seq = [absent:1 | version:63]
@@ -16,6 +16,16 @@
 //! * [`silo`]: Silo (Tu et al., SOSP 2013) over tables: TID words, read sets, node sets
 //!   (§4.6) for absent keys and scans, inserts through absent placeholder records, deletes
 //!   through tombstones, and epoch-deferred reclamation of both.
+//! * [`tictoc`]: TicToc (Yu et al., SIGMOD 2016): `wts`/`rts` meta words, data-driven commit
+//!   timestamps, node-set validation plus leaf read stamps for phantoms, and history stamps
+//!   that make the timestamp order checkable.
+//! * [`two_phase`]: 2PL, `no_wait` or `wait_die`, with next-key locking (ARIES/KVL) and an
+//!   end-of-table lock per table for phantoms.
+//! * [`serial`]: one worker, no concurrency control: the per-core bound.
+//! * What they share: [`writes`] (the write buffer and an attempt's own view of it, installs),
+//!   [`scan`] (a range scan merged with own writes, for the protocols that read without
+//!   locks), [`reclaim`] (tombstones and aborted placeholders leave the index an epoch later),
+//!   [`trace`] (histories), [`protocol`] (the interface the driver and tests use).
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
@@ -39,12 +49,21 @@ pub mod driver;
 pub mod durable;
 pub mod epoch;
 pub mod protocol;
+pub mod reclaim;
+pub mod scan;
+pub mod serial;
 pub mod silo;
+pub mod tictoc;
 pub mod trace;
+pub mod two_phase;
+pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
+pub use serial::{SerialTables, SerialTx};
 pub use silo::{SiloTables, SiloTx};
+pub use tictoc::{TicTocTables, TicTocTx};
 pub use trace::Trace;
+pub use two_phase::{TwoPhaseTables, TwoPhaseTx};

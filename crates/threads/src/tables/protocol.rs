@@ -64,11 +64,18 @@ pub trait TableProtocol: Send + Sync {
     /// Whether transactions may run concurrently (`false`: one worker, no concurrency control).
     const CONCURRENT: bool = true;
 
-    /// The meta word of a record loaded before the run (from the workload, or by recovery).
+    /// The meta word of a record loaded from the workload before the run (version 0).
     const INITIAL_META: u64;
 
-    /// The protocol over `database`, whose records were loaded with [`Self::INITIAL_META`].
-    fn over(database: Database) -> Self
+    /// The meta word of a record recovered from the log at `version` (a protocol whose
+    /// timestamps are its versions, as TicToc's, starts the record's timestamps there).
+    fn recovered_meta(_version: u64) -> u64 {
+        Self::INITIAL_META
+    }
+
+    /// The protocol `kind` (for a family such as 2PL's variants) over `database`, whose
+    /// records were loaded with [`Self::INITIAL_META`].
+    fn over(database: Database, kind: ProtocolKind) -> Self
     where
         Self: Sized;
 

@@ -55,7 +55,6 @@
 //! The epoch is the database's ([`super::epoch`]): a clock of the engine's choosing, or a
 //! manual one that tests and the simulator advance themselves.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
 
 use ordo_harness::AbortCause;
@@ -67,18 +66,19 @@ use ordo_workload::{Aborted, Tx};
 use crate::protocol::Spin;
 
 use super::database::{
-    ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
-    write_record,
+    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record,
 };
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
-use super::trace::{Trace, WriteEffect};
+pub use super::reclaim::RECLAIM_PER_BEGIN_MAX;
+use super::reclaim::{Claim, Reclaimer};
+use super::scan::{Range, scan_merged};
+use super::trace::Trace;
+use super::writes::{WriteBuffer, WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
 pub const EPOCH_MS_DEFAULT: u64 = 40;
-/// Most reclamation candidates a worker looks at when a transaction begins.
-pub const RECLAIM_PER_BEGIN_MAX: usize = 16;
 /// Largest number of workers (history ids interleave by worker).
 pub const TABLE_WORKERS_MAX: usize = 256;
 const LOCK: u64 = 1 << 63;
@@ -96,38 +96,6 @@ pub struct SiloTables {
     db: Database,
 }
 
-/// What a buffered write does, and what it needs at commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WriteKind {
-    /// Present before and after.
-    Put,
-    /// Absent before, present after.
-    Insert,
-    /// Present before, absent after.
-    Delete,
-    /// Absent before and after (an own insert deleted again).
-    InsertDelete,
-}
-
-impl WriteKind {
-    fn absent_before(self) -> bool {
-        matches!(self, WriteKind::Insert | WriteKind::InsertDelete)
-    }
-
-    fn present_after(self) -> bool {
-        matches!(self, WriteKind::Put | WriteKind::Insert)
-    }
-
-    /// What installing it does to the row, for histories.
-    fn effect(self) -> WriteEffect {
-        match self {
-            WriteKind::Put => WriteEffect::Update,
-            WriteKind::Insert => WriteEffect::Insert,
-            WriteKind::Delete | WriteKind::InsertDelete => WriteEffect::Delete,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 struct ReadEntry {
     table: TableId,
@@ -136,40 +104,13 @@ struct ReadEntry {
     meta: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct WriteEntry {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    kind: WriteKind,
-    /// Where the row is in the worker's row buffer.
-    row_at: usize,
-    /// The meta word seen when locking.
-    locked_meta: u64,
-}
-
-/// A reclamation candidate: a record this worker left absent.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    /// The record's seq word when it was left absent: a candidate whose record has changed
-    /// since (reused by an insert, or reclaimed by another worker and recycled) is dropped.
-    seq: u64,
-    epoch: u64,
-}
-
 /// A worker's state, reused by every attempt.
 #[derive(Debug)]
 pub struct SiloWorker {
     reads: Vec<ReadEntry>,
     nodes: Vec<(TableId, LeafVersion)>,
-    writes: Vec<WriteEntry>,
-    rows: Vec<u64>,
-    /// Placeholders this attempt put into an index.
-    created: Vec<Pending>,
-    pending: VecDeque<Pending>,
+    writes: WriteBuffer,
+    reclaimer: Reclaimer,
     locked: usize,
     last_tid: u64,
     row: Vec<u64>,
@@ -185,32 +126,14 @@ impl SiloWorker {
 
     /// Reclamation candidates waiting for their epoch to pass.
     pub fn pending_reclaims(&self) -> usize {
-        self.pending.len()
-    }
-
-    fn find_write(&self, table: TableId, key: u64) -> Option<usize> {
-        self.writes.iter().position(|w| w.table == table && w.key == key)
-    }
-
-    /// Buffers a write whose row is `row`, padded with zeros to `row_words`.
-    fn push_write(&mut self, table: TableId, key: u64, rid: u64, kind: WriteKind, row: &[u64], row_words: usize) {
-        let row_at = self.rows.len();
-        self.rows.extend_from_slice(row);
-        self.rows.resize(row_at + row_words.max(row.len()), 0);
-        self.writes.push(WriteEntry { table, key, rid, kind, row_at, locked_meta: 0 });
-    }
-
-    fn set_row(&mut self, index: usize, row: &[u64]) {
-        let at = self.writes[index].row_at;
-        self.rows[at..at + row.len()].copy_from_slice(row);
+        self.reclaimer.len()
     }
 
     fn clear_attempt(&mut self) {
         self.reads.clear();
         self.nodes.clear();
         self.writes.clear();
-        self.rows.clear();
-        self.created.clear();
+        self.reclaimer.forget_created();
         self.locked = 0;
         self.trace.clear();
     }
@@ -316,10 +239,8 @@ impl SiloTables {
         SiloWorker {
             reads: Vec::new(),
             nodes: Vec::new(),
-            writes: Vec::new(),
-            rows: Vec::new(),
-            created: Vec::new(),
-            pending: VecDeque::new(),
+            writes: WriteBuffer::default(),
+            reclaimer: Reclaimer::default(),
             locked: 0,
             last_tid: 0,
             row: Vec::new(),
@@ -346,33 +267,16 @@ impl SiloTables {
     /// Reclaims up to [`RECLAIM_PER_BEGIN_MAX`] candidates at least one epoch old (all, when
     /// `everything`).
     fn reclaim(&self, worker: &mut SiloWorker, guard: &Guard, everything: bool) {
-        let epoch = self.epoch();
-        let mut budget = if everything { worker.pending.len() } else { RECLAIM_PER_BEGIN_MAX };
-        while budget > 0 {
-            let Some(&candidate) = worker.pending.front() else { break };
-            if !everything && candidate.epoch + 1 >= epoch {
-                break;
-            }
-            worker.pending.pop_front();
-            budget -= 1;
-            let table = self.db.table(candidate.table);
-            let words = table.record(candidate.rid);
-            // A dead record was reclaimed by another worker that also left it absent; it may
-            // be recycled at any time, so it is never locked here.
-            let Some(meta) = lock_live_record(words) else { continue };
-            let reclaimable = words[SEQ_WORD].load(Ordering::Relaxed) == candidate.seq
-                && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key
-                && {
-                    table.raise_retired_version(candidate.seq & VERSION_MASK);
-                    table.index.remove(candidate.key, candidate.rid)
-                };
-            if reclaimable {
-                words[META_WORD].store((meta | DEAD) & !LOCK, Ordering::Release);
-                table.records.retire(candidate.rid, guard);
-            } else {
+        worker.reclaimer.reclaim(
+            &self.db,
+            guard,
+            everything,
+            |words| lock_live_record(words).map_or(Claim::Dead, Claim::Locked),
+            |words, meta, dead| {
+                let meta = if dead { (meta | DEAD) & !LOCK } else { meta };
                 words[META_WORD].store(meta, Ordering::Release);
-            }
-        }
+            },
+        );
     }
 }
 
@@ -382,7 +286,7 @@ impl TableProtocol for SiloTables {
 
     const INITIAL_META: u64 = INITIAL_META;
 
-    fn over(db: Database) -> Self {
+    fn over(db: Database, _kind: ProtocolKind) -> Self {
         SiloTables { db }
     }
 
@@ -431,7 +335,7 @@ pub struct SiloTx<'a> {
 impl std::fmt::Debug for SiloTx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SiloTx")
-            .field("writes", &self.worker.writes.len())
+            .field("writes", &self.worker.writes.entries.len())
             .field("reads", &self.worker.reads.len())
             .finish()
     }
@@ -457,24 +361,20 @@ impl SiloTx<'_> {
     /// Unlocks what commit locked and hands this attempt's placeholders to reclamation.
     fn release(&mut self) {
         let worker = &mut *self.worker;
-        for write in &worker.writes[..worker.locked] {
+        for write in &worker.writes.entries[..worker.locked] {
             let words = self.silo.db.table(write.table).record(write.rid);
             words[META_WORD].store(write.locked_meta, Ordering::Release);
         }
-        let epoch = self.silo.epoch();
-        for mut placeholder in worker.created.drain(..) {
-            placeholder.epoch = epoch;
-            worker.pending.push_back(placeholder);
-        }
+        worker.reclaimer.abandon_created(self.silo.epoch());
         worker.clear_attempt();
     }
 
     fn try_commit(&mut self) -> Result<Committed, Aborted> {
         let db = &self.silo.db;
         let worker = &mut *self.worker;
-        worker.writes.sort_unstable_by_key(|w| (w.table, w.key));
-        for i in 0..worker.writes.len() {
-            let write = &mut worker.writes[i];
+        worker.writes.sort();
+        for i in 0..worker.writes.entries.len() {
+            let write = &mut worker.writes.entries[i];
             let words = db.table(write.table).record(write.rid);
             write.locked_meta = lock_record(words);
             worker.locked = i + 1;
@@ -491,13 +391,7 @@ impl SiloTx<'_> {
             if meta & !LOCK != read.meta {
                 return Err(Aborted);
             }
-            if meta & LOCK != 0
-                && worker
-                    .writes
-                    .binary_search_by_key(&(read.table, read.key), |w| (w.table, w.key))
-                    .map(|i| worker.writes[i].rid)
-                    != Ok(read.rid)
-            {
+            if meta & LOCK != 0 && worker.writes.find_sorted(read.table, read.key).map(|w| w.rid) != Some(read.rid) {
                 return Err(Aborted);
             }
             tid_max = tid_max.max(read.meta & TID_MASK);
@@ -507,44 +401,28 @@ impl SiloTx<'_> {
                 return Err(Aborted);
             }
         }
-        for write in &worker.writes {
+        for write in &worker.writes.entries {
             tid_max = tid_max.max(write.locked_meta & TID_MASK);
         }
         let tid = (tid_max + 1).max(epoch << EPOCH_SHIFT);
         debug_assert!(tid & !TID_MASK == 0, "TID overflowed into the flag bits");
         fence(Ordering::Release);
-        for write in &worker.writes {
+        for write in &worker.writes.entries {
             let table = db.table(write.table);
             let words = table.record(write.rid);
-            let seq = words[SEQ_WORD].load(Ordering::Relaxed);
-            let mut version = seq & VERSION_MASK;
             if write.kind == WriteKind::InsertDelete {
                 // Absent before and after: nothing to install, no version to add (readers of
                 // the absence still fail validation on the TID published below).
                 words[META_WORD].store(tid | LATEST, Ordering::Release);
                 continue;
             }
-            if write.kind.absent_before() {
-                version = version.max(table.retired_version_max.load(Ordering::Acquire));
-            }
-            version += 1;
-            let row = &worker.rows[write.row_at..write.row_at + table.row_words];
-            if write.kind.present_after() {
-                for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
-                    word.store(value, Ordering::Relaxed);
-                }
-                words[SEQ_WORD].store(version, Ordering::Relaxed);
-            } else {
-                words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
-                worker.pending.push_back(Pending {
-                    table: write.table,
-                    key: write.key,
-                    rid: write.rid,
-                    seq: version | ABSENT,
-                    epoch,
-                });
+            let version = next_version(table, words, write.kind);
+            let seq = install(table, words, write, &worker.writes.rows, version);
+            if !write.kind.present_after() {
+                worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
+            let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
             worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         worker.locked = 0;
@@ -552,6 +430,8 @@ impl SiloTx<'_> {
         // Silo's TIDs follow write-read and write-write dependencies but not anti-dependencies,
         // so they are no serial order: the history carries no timestamp.
         worker.trace.committed(None);
+        // An own insert deleted again left its placeholder absent: reclaim it like a tombstone.
+        worker.reclaimer.settle_created(db, epoch);
         worker.clear_attempt();
         Ok(Committed { epoch })
     }
@@ -600,13 +480,8 @@ impl Drop for SiloTx<'_> {
 
 impl Tx for SiloTx<'_> {
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            let write = self.worker.writes[i];
-            if !write.kind.present_after() {
-                return Ok(false);
-            }
-            row.copy_from_slice(&self.worker.rows[write.row_at..write.row_at + row.len()]);
-            return Ok(true);
+        if let Some(present) = self.worker.writes.own_get(table, key, row) {
+            return Ok(present);
         }
         let Some((rid, meta, seq)) = self.locate(table, key, true) else { return Ok(false) };
         self.note_read(table, key, rid, meta, seq);
@@ -618,12 +493,8 @@ impl Tx for SiloTx<'_> {
     }
 
     fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            if !self.worker.writes[i].kind.present_after() {
-                return Ok(false);
-            }
-            self.worker.set_row(i, row);
-            return Ok(true);
+        if let Some(present) = self.worker.writes.own_put(table, key, row) {
+            return Ok(present);
         }
         let Some((rid, meta, seq)) = self.locate(table, key, false) else { return Ok(false) };
         if seq & ABSENT != 0 {
@@ -631,20 +502,13 @@ impl Tx for SiloTx<'_> {
             return Ok(false);
         }
         let row_words = self.silo.db.table(table).row_words;
-        self.worker.push_write(table, key, rid, WriteKind::Put, row, row_words);
+        self.worker.writes.push(table, key, rid, WriteKind::Put, row, row_words);
         Ok(true)
     }
 
     fn insert(&mut self, table_id: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table_id, key) {
-            let write = &mut self.worker.writes[i];
-            write.kind = match write.kind {
-                WriteKind::Put | WriteKind::Insert => return Ok(false),
-                WriteKind::Delete => WriteKind::Put,
-                WriteKind::InsertDelete => WriteKind::Insert,
-            };
-            self.worker.set_row(i, row);
-            return Ok(true);
+        if let Some(inserted) = self.worker.writes.own_insert(table_id, key, row) {
+            return Ok(inserted);
         }
         let table = self.silo.db.table(table_id);
         loop {
@@ -662,7 +526,7 @@ impl Tx for SiloTx<'_> {
                         self.note_read(table_id, key, rid, meta, seq);
                         return Ok(false);
                     }
-                    self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                    self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
                     return Ok(true);
                 }
                 Err(_) => {
@@ -675,8 +539,8 @@ impl Tx for SiloTx<'_> {
                                     *leaf = inserted.after;
                                 }
                             }
-                            self.worker.created.push(Pending { table: table_id, key, rid, seq: ABSENT, epoch: 0 });
-                            self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                            self.worker.reclaimer.created(table_id, key, rid, ABSENT);
+                            self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
                             return Ok(true);
                         }
                         Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
@@ -692,14 +556,8 @@ impl Tx for SiloTx<'_> {
     }
 
     fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            let write = &mut self.worker.writes[i];
-            write.kind = match write.kind {
-                WriteKind::Delete | WriteKind::InsertDelete => return Ok(false),
-                WriteKind::Put => WriteKind::Delete,
-                WriteKind::Insert => WriteKind::InsertDelete,
-            };
-            return Ok(true);
+        if let Some(deleted) = self.worker.writes.own_delete(table, key) {
+            return Ok(deleted);
         }
         let is_index = self.silo.db.table(table).is_index;
         let Some((rid, meta, seq)) = self.locate(table, key, false) else {
@@ -715,7 +573,7 @@ impl Tx for SiloTx<'_> {
             return Ok(false);
         }
         let row_words = self.silo.db.table(table).row_words;
-        self.worker.push_write(table, key, rid, WriteKind::Delete, &[], row_words);
+        self.worker.writes.push(table, key, rid, WriteKind::Delete, &[], row_words);
         Ok(true)
     }
 
@@ -734,64 +592,23 @@ impl Tx for SiloTx<'_> {
         let table = self.silo.db.table(table_id);
         let worker = &mut *self.worker;
         worker.row.resize(table.row_words, 0);
-        worker.in_range.clear();
-        for (i, write) in worker.writes.iter().enumerate() {
-            if write.table == table_id && (low..=high).contains(&write.key) {
-                worker.in_range.push(i);
-            }
-        }
-        let SiloWorker { reads, nodes, writes, rows, row, in_range, trace, .. } = worker;
-        trace.scan_begin(table_id);
-        let mut visited = 0;
-        // The last key handed to `visit` when the scan stopped early: the range it covered
-        // ends there.
-        let mut stopped_at = None;
-        table.index.scan(
-            low,
-            high,
-            direction,
-            &mut |key, rid| {
-                if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
-                    let write = &writes[i];
-                    if write.kind != WriteKind::InsertDelete {
-                        trace.scan_own(key);
-                    }
-                    if write.kind.present_after() {
-                        visited += 1;
-                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) || visited >= limit {
-                            stopped_at = Some(key);
-                            return false;
-                        }
-                    }
-                    return true;
-                }
-                // A dead record was absent and has left the index since the leaf was read:
-                // skipping it is what the recorded leaf version says, and validates so.
-                let Some((meta, seq)) = read_record(table, rid, Some(&mut row[..])) else { return true };
+        worker.writes.in_range(table_id, low, high, &mut worker.in_range);
+        let SiloWorker { reads, nodes, writes, row, in_range, trace, .. } = worker;
+        let visited = scan_merged(
+            table,
+            Range { table: table_id, low, high, direction, limit },
+            writes,
+            in_range,
+            trace,
+            row,
+            &mut |key, rid, row| {
+                let (meta, seq) = read_record(table, rid, Some(row))?;
                 reads.push(ReadEntry { table: table_id, key, rid, meta });
-                let version = seq & VERSION_MASK;
-                if seq & ABSENT != 0 {
-                    if version > 0 {
-                        trace.scan_row(key, version);
-                    }
-                    return true;
-                }
-                trace.scan_row(key, version);
-                visited += 1;
-                if !visit(key, row) || visited >= limit {
-                    stopped_at = Some(key);
-                    return false;
-                }
-                true
+                Some(seq)
             },
             &mut |leaf| note_leaf(nodes, table_id, leaf),
+            visit,
         );
-        let (covered_low, covered_high) = match (stopped_at, direction) {
-            (None, _) => (low, high),
-            (Some(key), Direction::Ascending) => (low, key),
-            (Some(key), Direction::Descending) => (key, high),
-        };
-        trace.scan_end(covered_low, covered_high);
         Ok(visited)
     }
 }

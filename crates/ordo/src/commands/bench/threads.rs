@@ -9,8 +9,9 @@
 //! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
 //! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
 //! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
-//! `tpcc-hybrid` always run there). On tables only `silo` runs so far; the other protocols are
-//! refused there with a clear error. Every result records its index as `config.index`.
+//! `tpcc-hybrid` always run there). On tables `silo`, `tictoc`, `no_wait`, `wait_die` and
+//! `serial` run (not `reorder` yet); the others are refused there with a clear error. Every
+//! result records its index as `config.index`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -209,14 +210,18 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     }
 }
 
-/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): Silo over the
-/// storage engine, one run per thread count and (tpcc-hybrid) contention degree.
+/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): each protocol
+/// over the storage engine, one run per thread count and (tpcc-hybrid) contention degree.
 fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
     let t = &args.threads;
-    if protocols.iter().any(|&(protocol, reorder)| protocol != ProtocolKind::Silo || reorder) {
+    let on_tables = [ProtocolKind::Silo, ProtocolKind::TicToc, ProtocolKind::NoWait, ProtocolKind::WaitDie];
+    if let Some(&(protocol, reorder)) =
+        protocols.iter().find(|&&(p, reorder)| reorder || !(on_tables.contains(&p) || p == ProtocolKind::Serial))
+    {
         bail!(
-            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo only so far; \
-             the other protocols run key-value workloads on --index array"
+            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo, tictoc, \
+             no_wait, wait_die or serial so far, not {}; the others run key-value workloads on --index array",
+            if reorder { "reorder".to_owned() } else { protocol.to_string() }
         );
     }
     if t.prefetch.iter().any(|&on| on) {
@@ -238,10 +243,15 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 let mut workload = args.workload.clone();
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-                for &threads in &t.threads {
-                    let mut config = TablesConfig { threads, index, ..TablesConfig::default() };
+                for (&threads, &(protocol, _)) in
+                    t.threads.iter().flat_map(|threads| protocols.iter().map(move |p| (threads, p)))
+                {
+                    if protocol == ProtocolKind::Serial && threads != t.threads[0] {
+                        continue; // serial runs one thread whatever the sweep says
+                    }
+                    let mut config = TablesConfig { protocol, threads, index, ..TablesConfig::default() };
                     t.durability.apply(&mut config)?;
-                    let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
+                    let mut label = vec![("protocol".to_owned(), protocol.name().to_owned())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
                     }
@@ -274,7 +284,7 @@ fn planned_table_run(
     for (name, value) in workload_args.describe() {
         knobs.insert(name.into(), value);
     }
-    knobs.insert("protocol".into(), "silo".into());
+    knobs.insert("protocol".into(), config.protocol.name().into());
     knobs.insert("reorder".into(), false.into());
     knobs.insert("threads".into(), config.threads.into());
     knobs.insert("index".into(), config.index.name().into());
@@ -288,7 +298,7 @@ fn planned_table_run(
     if !workload_args.is_tpcc() {
         knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
     }
-    let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
+    let info = args.run_info("threads", workload_args.name(), config.protocol.name().into(), theta, knobs);
     let workload_args = workload_args.clone();
     let base_seed = args.seed;
     Planned {
@@ -337,7 +347,8 @@ fn planned_table_run(
             let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
             bar.suspend(|| {
                 eprintln!(
-                    "silo on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    config.protocol,
                     config.index.name(),
                     report.load_s,
                     consistency.checked.join(", ")
