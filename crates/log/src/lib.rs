@@ -92,6 +92,7 @@ pub mod device;
 pub mod format;
 pub mod group;
 pub mod logger;
+pub mod manifest;
 pub mod naming;
 pub mod recovery;
 
@@ -100,6 +101,7 @@ pub use device::{DeviceError, Dir, FaultyDir, FileDir};
 pub use format::{RowRecord, TxRecord, Write, WriteKind};
 pub use group::{Flush, GroupCommit, WorkerEpoch};
 pub use logger::{Durability, EpochCell, LogConfig, Logger, SegmentWriter, WorkerLog};
+pub use manifest::Manifest;
 pub use recovery::{Cut, Recovered, RecoveredRow, RecoveryStats, recover};
 
 use thiserror::Error;

@@ -121,9 +121,11 @@ impl<D: Dir> SegmentWriter<D> {
     }
 
     fn write_inner(&mut self, flush: &Flush) -> Result<(), LogError> {
-        self.dir.append(&self.current_name, &flush.bytes)?;
+        for part in &flush.parts {
+            self.dir.append(&self.current_name, part)?;
+        }
         self.dir.sync(&self.current_name)?;
-        self.current_bytes += flush.bytes.len() as u64;
+        self.current_bytes += flush.len() as u64;
         if self.current_bytes >= self.segment_bytes_max {
             // The full segment is never written again: let go of its handle, so that deleting
             // it behind a checkpoint frees its space.
@@ -176,6 +178,8 @@ struct WorkerSlot {
     position: WorkerEpoch,
     /// Encoded records, one buffer per epoch, oldest first.
     records: Vec<(u64, Vec<u8>)>,
+    /// Emptied buffers the logger handed back, for the next epochs.
+    spares: Vec<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -261,7 +265,7 @@ impl WorkerLog {
         match slot.records.last_mut() {
             Some((epoch, bytes)) if *epoch == tx_epoch => encode(bytes),
             _ => {
-                let mut bytes = Vec::new();
+                let mut bytes = slot.spares.pop().unwrap_or_default();
                 encode(&mut bytes);
                 slot.records.push((tx_epoch, bytes));
             }
@@ -416,7 +420,9 @@ impl Logger {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             slots: (0..workers)
-                .map(|_| Mutex::new(WorkerSlot { position: WorkerEpoch::Idle, records: Vec::new() }))
+                .map(|_| {
+                    Mutex::new(WorkerSlot { position: WorkerEpoch::Idle, records: Vec::new(), spares: Vec::new() })
+                })
                 .collect(),
         });
         let handles = (0..workers).map(|worker| WorkerLog { worker, shared: Arc::clone(&shared) }).collect();
@@ -518,6 +524,9 @@ impl Drop for Logger {
 /// round (none with durability off).
 type Prepared = (Arc<Shared>, Vec<WorkerLog>, Option<Box<dyn Round>>);
 
+/// Emptied record buffers a worker's slot holds for its next epochs.
+const SPARES_PER_SLOT: usize = 2;
+
 /// How often the logger wakes up, at most, per epoch.
 const TICKS_PER_EPOCH: u64 = 4;
 
@@ -553,6 +562,11 @@ impl<D: Dir> Round for Driver<D> {
             }
             let position = if stopping { WorkerEpoch::Idle } else { slot.position };
             core.publish_worker(worker, position);
+            while slot.spares.len() < SPARES_PER_SLOT
+                && let Some(spare) = core.take_spare()
+            {
+                slot.spares.push(spare);
+            }
         }
         if stopping {
             // Close the current epoch so everything appended is flushed.
@@ -563,8 +577,9 @@ impl<D: Dir> Round for Driver<D> {
             match self.writer.write(&flush) {
                 Ok(()) => {
                     core.flushed(flush.epoch);
-                    shared.bytes_written.fetch_add(flush.bytes.len() as u64, Ordering::AcqRel);
+                    shared.bytes_written.fetch_add(flush.len() as u64, Ordering::AcqRel);
                     shared.durable_epoch.store(flush.epoch);
+                    core.recycle(flush);
                 }
                 Err(error) => {
                     core.failed();

@@ -163,7 +163,7 @@ fn corruption_inside_a_segment_cuts_the_log_there() {
         writer.write(&flush).expect("write");
         core.flushed(epoch);
         flush_offsets.push(offset);
-        offset += flush.bytes.len();
+        offset += flush.len();
     }
     let segment = dir.list().expect("list")[0].clone();
     dir.corrupt(&segment, flush_offsets[5] + 12);

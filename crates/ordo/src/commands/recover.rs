@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use ordo_log::manifest::{MANIFEST_NAME, Manifest, ManifestTable};
 use ordo_log::{Dir, FileDir, RecoveredRow};
-use ordo_threads::tables::durable::{MANIFEST_NAME, Manifest, ManifestTable};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 

@@ -27,29 +27,23 @@
 //!
 //! # The manifest
 //!
-//! `manifest.json` records the workload's name and its schema (tables, row widths, columns, dense
-//! key counts). An engine refuses a directory written for another schema, and `ordo recover
-//! --dump` names each row's columns from it without knowing the workload.
+//! `manifest.json` (`ordo_log::manifest`) records the workload's name and its schema (tables,
+//! row widths, columns, dense key counts), made here from the workload's `Schema`. An engine
+//! refuses a directory written for another schema, and `ordo recover --dump` names each row's
+//! columns from it without knowing the workload.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use ordo_log::manifest::{MANIFEST_FORMAT, MANIFEST_NAME, Manifest, ManifestColumn, ManifestTable};
 use ordo_log::{CheckpointWriter, Dir, Durability, LogConfig, LogError, Logger, Recovered, WorkerLog, naming};
 use ordo_storage::{ColumnType, Schema, TableId};
 use ordo_workload::TableWorkload;
-use serde::{Deserialize, Serialize};
 
 use super::database::{Database, Index, LoadError, RowLoader};
 use super::epoch::Epochs;
 
-/// Name of the manifest in a log directory.
-pub const MANIFEST_NAME: &str = "manifest.json";
-const MANIFEST_TEMP_NAME: &str = "manifest.tmp";
-/// Version of the manifest's format.
-pub const MANIFEST_FORMAT: u32 = 1;
-/// Largest manifest read back (a schema of 256 tables fits many times over).
-const MANIFEST_BYTES_MAX: u64 = 4 << 20;
 /// Rows a checkpoint reads per step (one epoch pin per step).
 pub const CHECKPOINT_ROWS_PER_STEP: usize = 4096;
 /// Segments rotate at about this size.
@@ -84,133 +78,35 @@ pub enum DurableError {
     },
 }
 
-/// One column of a table in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ManifestColumn {
-    pub name: String,
-    /// `int`, or `chars` with `bytes`.
-    #[serde(rename = "type")]
-    pub ty: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u16>,
-    /// First word of the column in the row.
-    pub word: usize,
+/// The manifest of `workload`: its name and schema.
+pub fn manifest_of(workload: &dyn TableWorkload) -> Manifest {
+    manifest_from_schema(workload.name(), workload.schema())
 }
 
-/// One table in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ManifestTable {
-    pub name: String,
-    pub row_words: usize,
-    pub columns: Vec<ManifestColumn>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dense_keys: Option<u64>,
-    /// The base table, for a secondary index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub index_of: Option<TableId>,
-}
-
-/// What a log directory was written for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Manifest {
-    pub format: u32,
-    pub workload: String,
-    pub tables: Vec<ManifestTable>,
-}
-
-impl Manifest {
-    /// The manifest of `workload`.
-    pub fn of(workload: &dyn TableWorkload) -> Self {
-        Self::from_schema(workload.name(), workload.schema())
-    }
-
-    pub fn from_schema(workload: &str, schema: &Schema) -> Self {
-        let tables = schema
-            .tables()
-            .iter()
-            .map(|table| ManifestTable {
-                name: table.name.to_owned(),
-                row_words: table.row_words,
-                columns: table
-                    .columns
-                    .iter()
-                    .map(|column| {
-                        let (ty, bytes) = match column.ty {
-                            ColumnType::Int => ("int", None),
-                            ColumnType::Chars(bytes) => ("chars", Some(bytes)),
-                        };
-                        ManifestColumn { name: column.name.to_owned(), ty: ty.to_owned(), bytes, word: column.word }
-                    })
-                    .collect(),
-                dense_keys: table.dense_keys,
-                index_of: table.index_of.map(|index| index.base),
-            })
-            .collect();
-        Manifest { format: MANIFEST_FORMAT, workload: workload.to_owned(), tables }
-    }
-
-    /// Whether this is a key-value workload's single table of `[value, payload]` rows (its
-    /// rows dump as their value alone).
-    pub fn is_key_value(&self) -> bool {
-        matches!(self.tables.as_slice(), [table] if table.name == "kv" && table.columns.first().is_some_and(|c| c.name == "value"))
-    }
-
-    /// Reads the manifest of `dir`, if it has one.
-    pub fn read(dir: &dyn Dir) -> Result<Option<Manifest>, String> {
-        if !dir.list().map_err(|e| e.to_string())?.iter().any(|name| name == MANIFEST_NAME) {
-            return Ok(None);
-        }
-        let len = dir.len(MANIFEST_NAME).map_err(|e| e.to_string())?;
-        if len > MANIFEST_BYTES_MAX {
-            return Err(format!("{MANIFEST_NAME} is {len} bytes; a manifest is at most {MANIFEST_BYTES_MAX}"));
-        }
-        let bytes = dir.read(MANIFEST_NAME).map_err(|e| e.to_string())?;
-        let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{MANIFEST_NAME} is not a manifest: {e}"))?;
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(format!(
-                "{MANIFEST_NAME} has format {}; this build reads format {MANIFEST_FORMAT}",
-                manifest.format
-            ));
-        }
-        Ok(Some(manifest))
-    }
-
-    /// Writes the manifest into `dir` atomically (temporary file, sync, rename, sync the
-    /// directory).
-    pub fn write(&self, dir: &dyn Dir) -> Result<(), LogError> {
-        let bytes = serde_json::to_vec_pretty(self).expect("a manifest serializes");
-        dir.create(MANIFEST_TEMP_NAME)?;
-        dir.append(MANIFEST_TEMP_NAME, &bytes)?;
-        dir.sync(MANIFEST_TEMP_NAME)?;
-        dir.rename(MANIFEST_TEMP_NAME, MANIFEST_NAME)?;
-        dir.sync_dir()?;
-        Ok(())
-    }
-
-    /// Why `self` (a directory's) cannot hold `other` (a workload's), if it cannot.
-    pub fn mismatch(&self, other: &Manifest) -> Option<String> {
-        if self.workload != other.workload {
-            return Some(format!("it was written by workload {}, not {}", self.workload, other.workload));
-        }
-        if self.tables.len() != other.tables.len() {
-            return Some(format!("it has {} tables; the workload has {}", self.tables.len(), other.tables.len()));
-        }
-        for (mine, theirs) in self.tables.iter().zip(&other.tables) {
-            if mine != theirs {
-                let what = if mine.dense_keys != theirs.dense_keys && mine.columns == theirs.columns {
-                    format!("{:?} keys, the workload {:?}", mine.dense_keys, theirs.dense_keys)
-                } else {
-                    "different columns".to_owned()
-                };
-                return Some(format!("its table `{}` differs from the workload's: {what}", mine.name));
-            }
-        }
-        None
-    }
+/// The manifest of a workload named `workload` with `schema`.
+pub fn manifest_from_schema(workload: &str, schema: &Schema) -> Manifest {
+    let tables = schema
+        .tables()
+        .iter()
+        .map(|table| ManifestTable {
+            name: table.name.to_owned(),
+            row_words: table.row_words,
+            columns: table
+                .columns
+                .iter()
+                .map(|column| {
+                    let (ty, bytes) = match column.ty {
+                        ColumnType::Int => ("int", None),
+                        ColumnType::Chars(bytes) => ("chars", Some(bytes)),
+                    };
+                    ManifestColumn { name: column.name.to_owned(), ty: ty.to_owned(), bytes, word: column.word }
+                })
+                .collect(),
+            dense_keys: table.dense_keys,
+            index_of: table.index_of.map(|index| index.base),
+        })
+        .collect();
+    Manifest { format: MANIFEST_FORMAT, workload: workload.to_owned(), tables }
 }
 
 /// What starting on a log directory recovered (`None` in [`Opened`] for a fresh directory).
@@ -265,7 +161,7 @@ pub fn open(
     if options.durability == Durability::Off {
         return Err(problem("durability off logs nothing; give async or sync with a log directory".into()));
     }
-    let wanted = Manifest::of(workload);
+    let wanted = manifest_of(workload);
     let names = dir.list().map_err(|e| problem(e.to_string()))?;
     let files: Vec<naming::LogFile> = names.iter().filter_map(|name| naming::parse(name)).collect();
     let has_checkpoint = files.iter().any(|file| matches!(file, naming::LogFile::Checkpoint { .. }));
