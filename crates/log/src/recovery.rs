@@ -89,6 +89,9 @@ pub struct Recovered {
     /// must give a key it re-creates a higher version, or an older delete still in the log
     /// would win over it at the next recovery.
     pub versions_max: BTreeMap<u16, u64>,
+    /// The highest commit timestamp of a recovered transaction (engines whose log carries
+    /// timestamps resume after it).
+    pub commit_ts_max: Option<u64>,
     pub stats: RecoveryStats,
 }
 
@@ -191,6 +194,7 @@ pub fn recover(dir: &dyn Dir, mut sink: impl FnMut(&RecoveredRow<'_>)) -> Result
     let next_segment = segments.iter().map(|(number, _)| number + 1).max().unwrap_or(0);
 
     let mut log = LogRows::default();
+    let mut commit_ts_max = None;
     let mut pending: Vec<PendingTx> = Vec::new();
     let mut carried: Vec<u8> = Vec::new();
     let mut log_durable_epoch: Option<u64> = None;
@@ -236,10 +240,13 @@ pub fn recover(dir: &dyn Dir, mut sink: impl FnMut(&RecoveredRow<'_>)) -> Result
                     }
                     for tx in pending.extract_if(.., |tx| tx.epoch <= epoch) {
                         let source = if tx.carried { &carried[tx.start..tx.end] } else { &bytes[tx.start..tx.end] };
-                        let Ok((RecordView::Transaction { writes, .. }, _)) = format::decode_frame_view(source) else {
+                        let Ok((RecordView::Transaction { writes, commit_ts, .. }, _)) =
+                            format::decode_frame_view(source)
+                        else {
                             unreachable!("a pending frame decoded as a transaction when it was read")
                         };
                         stats.transactions += 1;
+                        commit_ts_max = commit_ts_max.max(commit_ts);
                         for write in writes.iter() {
                             let max = versions_max.entry(write.table).or_insert(0);
                             *max = write.version.max(*max);
@@ -371,6 +378,7 @@ pub fn recover(dir: &dyn Dir, mut sink: impl FnMut(&RecoveredRow<'_>)) -> Result
         checkpoint_epoch,
         cut,
         versions_max,
+        commit_ts_max,
         stats,
     })
 }

@@ -242,3 +242,36 @@ fn results_record_durability_epoch_and_directory() {
     assert_eq!(records[0]["config"]["durability"], "off");
     assert_eq!(records[0]["config"]["wal"], Value::Null);
 }
+
+#[test]
+fn the_pipeline_logs_its_validator_and_a_second_run_continues_the_log() {
+    let temp = tempfile::tempdir().unwrap();
+    let wal = temp.path().join("wal").display().to_string();
+    let json = temp.path().join("p.json");
+    let bench = ["bench", "--engine", "pipeline", "--workload", "smallbank", "--keys", "200", "--mix", "conserved"];
+    for _ in 0..2 {
+        ordo()
+            .args(bench)
+            .args(["--wal", &wal, "--epoch-ms", "2", "--duration", "0.3", "--warmup", "0"])
+            .args(["--json", &json.display().to_string()])
+            .assert()
+            .success();
+    }
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records[0]["config"]["durability"], "sync");
+    assert_eq!(records[0]["config"]["epoch_ms"], 2);
+    let rows = recover_and_dump(Path::new(&wal), &temp.path().join("dump.jsonl"));
+    assert_eq!(rows.len(), 600, "every key of 200 customers' three accounts");
+    assert!(rows.values().any(|(version, _)| *version > 0), "commits were logged");
+    ordo()
+        .args(bench)
+        .args(["--wal", &wal, "--checkpoint-ms", "100", "--duration", "0.1"])
+        .assert()
+        .failure()
+        .stderr(contains("no checkpoints"));
+    ordo()
+        .args(["bench", "--engine", "pg", "--wal", &wal])
+        .assert()
+        .failure()
+        .stderr(contains("PostgreSQL logs itself"));
+}

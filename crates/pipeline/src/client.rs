@@ -35,9 +35,16 @@ pub struct Client {
 pub struct Counters {
     pub submitted: AtomicU64,
     pub finished: AtomicU64,
+    /// Why the run must stop (the validator's log failed), once set.
+    pub failure: std::sync::OnceLock<String>,
 }
 
 impl Counters {
+    /// Stops the run with `reason` (the first reason wins).
+    pub fn fail(&self, reason: String) {
+        let _ = self.failure.set(reason);
+    }
+
     /// Whether no transaction is live (see the type's invariant).
     pub fn idle(&self) -> bool {
         let finished = self.finished.load(Ordering::SeqCst);

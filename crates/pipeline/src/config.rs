@@ -94,6 +94,10 @@ impl FromStr for Mode {
 pub enum ConfigError {
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    /// The validator's write-ahead log stopped after a failed write or fsync: decisions after
+    /// its last durable epoch were never released.
+    #[error("the validator's write-ahead log stopped: {0}")]
+    LogStopped(String),
 }
 
 /// Most live transactions: each holds its read and write sets and messages in flight, so a
@@ -217,6 +221,8 @@ pub struct PipelineConfig {
     /// Threaded runtime: messages a thread handles before it flushes its outboxes to the other
     /// threads; 0 picks the mode's default ([`Mode::messages_per_flush`]).
     pub messages_per_flush: usize,
+    /// Log the validator's decisions (`None`: nothing is logged).
+    pub decision_log: Option<crate::decision_log::DecisionLogConfig>,
 }
 
 impl Default for PipelineConfig {
@@ -238,6 +244,7 @@ impl Default for PipelineConfig {
 
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
             messages_per_flush: 0,
+            decision_log: None,
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod assembly;
 pub mod client;
 pub mod component;
 pub mod config;
+pub mod decision_log;
 pub mod driver;
 pub mod message;
 pub mod node;

@@ -2,6 +2,7 @@
 
 use crate::client::Client;
 use crate::component::{Context, Deadline};
+use crate::decision_log::LoggedValidator;
 use crate::message::Message;
 use crate::processor::Processor;
 use crate::reorder_worker::ReorderWorker;
@@ -14,6 +15,8 @@ pub enum Node {
     Processor(Processor),
     Storage(StoragePartition),
     Validator(Validator),
+    /// The validator with a write-ahead log of its decisions.
+    LoggedValidator(Box<LoggedValidator>),
     Reorder(Box<ReorderWorker>),
 }
 
@@ -25,6 +28,7 @@ impl Node {
             Node::Processor(p) => p.handle(message, ctx),
             Node::Storage(s) => s.handle(message, ctx),
             Node::Validator(v) => v.handle(message, ctx),
+            Node::LoggedValidator(v) => v.handle(message, ctx),
             Node::Reorder(r) => r.handle(message, ctx),
         }
     }
@@ -36,6 +40,7 @@ impl Node {
         match self {
             Node::Storage(s) => s.tick(ctx, queued),
             Node::Validator(v) => v.tick(ctx, queued),
+            Node::LoggedValidator(v) => v.tick(ctx, queued),
             _ => None,
         }
     }

@@ -69,6 +69,17 @@ impl StoragePartition {
         (key / u64::from(self.partitions)) as usize
     }
 
+    /// Whether `key` lives in this partition.
+    pub fn owns(&self, key: Key) -> bool {
+        key % u64::from(self.partitions) == u64::from(self.index)
+    }
+
+    /// Before a run, after recovery: `key` holds `value` at `version`.
+    pub fn restore(&mut self, key: Key, value: Value, version: Ts) {
+        let slot = self.slot(key);
+        self.records[slot] = (value, version);
+    }
+
     /// The value and version of `key` (for checks after a run).
     pub fn get(&self, key: Key) -> (Value, Ts) {
         self.records[self.slot(key)]

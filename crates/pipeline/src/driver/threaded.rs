@@ -397,18 +397,20 @@ pub fn run_threaded(
     }
 
     let total = run.warmup + run.duration + run.cooldown;
-    while shared.start.elapsed() < total {
+    while shared.start.elapsed() < total && counters.failure.get().is_none() {
         std::thread::sleep(Duration::from_millis(200).min(total.saturating_sub(shared.start.elapsed())));
         on_progress(shared.start.elapsed().as_secs_f64(), counters.finished.load(Ordering::Relaxed));
     }
-    if run.drain {
+    if run.drain && counters.failure.get().is_none() {
         shared.draining.store(true, Ordering::Release);
         for unparker in &unparkers {
             unparker.unpark();
         }
-        while !counters.idle() {
+        while !counters.idle() && counters.failure.get().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+    if run.drain && counters.failure.get().is_none() {
         shared.phase.store(FLUSH, Ordering::Release);
     } else {
         shared.phase.store(STOP, Ordering::Release);
@@ -417,6 +419,9 @@ pub fn run_threaded(
         unparker.unpark();
     }
     let workers: Vec<Worker> = handles.into_iter().map(|h| h.join().expect("engine thread panicked")).collect();
+    if let Some(reason) = counters.failure.get() {
+        return Err(ConfigError::LogStopped(reason.clone()));
+    }
 
     let mut recorder = Recorder::new(measured);
     let mut history = Vec::new();

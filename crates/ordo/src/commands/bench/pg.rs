@@ -100,6 +100,9 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     if args.history.is_some() || args.verify {
         bail!("--history and --verify are for the in-memory engines; the pg engine audits the bank after every run");
     }
+    if args.threads.durability.logs() || args.threads.durability.epoch_ms.is_some() {
+        bail!("--wal, --durability and --epoch-ms are for the threads and pipeline engines; PostgreSQL logs itself");
+    }
     let mut workload_args = args.workload.clone();
     let workload = workload_args.workload.get_or_insert_with(|| "smallbank".into());
     if workload != "smallbank" {

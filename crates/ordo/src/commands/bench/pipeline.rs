@@ -125,6 +125,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     reorder: *reorder,
                                     placement: placement.clone(),
                                     messages_per_flush,
+                                    decision_log: args.threads.durability.decision_log()?,
                                 };
                                 config.validate()?;
                                 // Knobs a mode ignores do not make a new configuration.
@@ -207,6 +208,10 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
         knobs.insert(name.into(), value);
     }
     knobs.insert("concurrency".into(), config.concurrency.into());
+    for (name, value) in super::threads::durability::DurabilityArgs::describe_decision_log(config.decision_log.as_ref())
+    {
+        knobs.insert(name.into(), value);
+    }
     knobs.insert("clients".into(), config.clients.into());
     knobs.insert("processors".into(), config.processors.into());
     knobs.insert("storage_workers".into(), config.storage_workers.into());

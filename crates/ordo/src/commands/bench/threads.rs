@@ -25,7 +25,7 @@ use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
 
-mod durability;
+pub(super) mod durability;
 
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Threads engine")]

@@ -17,23 +17,29 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use ordo_history::HistoryEntry;
 use ordo_log::Durability;
+use ordo_pipeline::decision_log::DecisionLogConfig;
 use ordo_threads::tables::driver::durability_name;
 use ordo_threads::tables::durable::CheckpointPolicy;
 use ordo_threads::tables::{TableRunReport, TablesConfig};
 
+/// The pipeline validator's group-commit interval unless `--epoch-ms` says.
+const PIPELINE_EPOCH_MS_DEFAULT: u64 = 10;
+
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Threads engine: durability")]
+#[command(next_help_heading = "Durability (threads engine, and the pipeline's validator)")]
 pub struct DurabilityArgs {
     /// Log commits to this directory (write-ahead log with group commit by epochs). A
-    /// directory that holds a log is recovered before the run, and the run continues it. Runs
-    /// on tables (key-value workloads use --index tree).
+    /// directory that holds a log is recovered before the run, and the run continues it. The
+    /// threads engine then runs on tables (key-value workloads use --index tree); the pipeline
+    /// logs its validator's decisions.
     #[arg(long, value_name = "DIR")]
     pub wal: Option<PathBuf>,
     /// When a commit is acknowledged: off (nothing logged), async (once logged, before its
     /// fsync) or sync (once its epoch is durable). Default: sync with --wal, off without.
     #[arg(long, value_parser = ["off", "async", "sync"])]
     pub durability: Option<String>,
-    /// Epoch length in milliseconds: Silo's epochs and, with --wal, the group-commit interval.
+    /// Epoch length in milliseconds: the threads engine's epochs and, with --wal, the
+    /// group-commit interval (pipeline: 10 unless given).
     #[arg(long, value_name = "N")]
     pub epoch_ms: Option<u64>,
     /// With --wal: take a fuzzy checkpoint this often (milliseconds after the previous one).
@@ -66,6 +72,43 @@ impl DurabilityArgs {
             bail!("--durability, --epoch-ms and --checkpoint-ms are for the engine on tables (--index tree or --wal)");
         }
         Ok(())
+    }
+
+    /// The pipeline engine's validator log the flags ask for (`None` without `--wal`).
+    pub fn decision_log(&self) -> Result<Option<DecisionLogConfig>> {
+        let durability = self.durability();
+        let Some(dir) = &self.wal else {
+            if durability != Durability::Off {
+                bail!("--durability {} needs --wal DIR (where the log goes)", durability_name(durability));
+            }
+            if self.epoch_ms.is_some() || self.checkpoint_ms.is_some() {
+                bail!("--epoch-ms and --checkpoint-ms are for the threads engine, or the pipeline with --wal");
+            }
+            return Ok(None);
+        };
+        if durability == Durability::Off {
+            bail!("--durability off logs nothing: drop --wal, or give async or sync");
+        }
+        if self.checkpoint_ms.is_some() || self.checkpoint_log_mib != 1024 {
+            bail!("the pipeline takes no checkpoints while it runs: drop --checkpoint-ms and --checkpoint-log-mib");
+        }
+        let epoch_ms = self.epoch_ms.unwrap_or(PIPELINE_EPOCH_MS_DEFAULT);
+        if !(1..=60_000).contains(&epoch_ms) {
+            bail!("--epoch-ms must be in 1..=60000, not {epoch_ms}");
+        }
+        Ok(Some(DecisionLogConfig { dir: dir.clone(), device: None, durability, epoch_ms, manual: false }))
+    }
+
+    /// The knobs a pipeline result records for its validator log.
+    pub fn describe_decision_log(log: Option<&DecisionLogConfig>) -> Vec<(&'static str, serde_json::Value)> {
+        match log {
+            None => vec![("durability", "off".into()), ("wal", serde_json::Value::Null)],
+            Some(log) => vec![
+                ("durability", durability_name(log.durability).into()),
+                ("wal", log.dir.display().to_string().into()),
+                ("epoch_ms", log.epoch_ms.into()),
+            ],
+        }
     }
 
     /// Sets the engine's durability knobs from the flags and checks them.
