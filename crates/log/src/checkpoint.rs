@@ -1,7 +1,8 @@
 //! Fuzzy checkpoints, taken while transactions run, and the segment deletion they allow.
 //!
 //! The engine picks a begin epoch `B` such that every transaction of an epoch `< B` is
-//! installed, then streams rows `(table, key, version, row)` read one at a time while
+//! installed, then streams rows `(table, key, version, row)` read one at a time, in
+//! increasing `(table, key)` order (recovery merges them with the log as they stream), while
 //! transactions keep committing, so a row may show a write of any epoch `>= B`. Once the
 //! scan ends in epoch `E_end` and the log is durable through `E_end` (on an idle engine,
 //! `Logger::want_durable(E_end)` makes the logger write a marker-only epoch), the

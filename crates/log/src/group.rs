@@ -17,9 +17,10 @@
 //! ```
 //!
 //! The core never touches files or clocks: the driver feeds it [`GroupCommit::tick`] with
-//! `now_ms`, worker epochs and record bytes, asks [`GroupCommit::poll_flush`] what to write,
-//! performs the write and the sync, and reports back with [`GroupCommit::flushed`] or
-//! [`GroupCommit::failed`]. After a failure the core is stopped for good (fail-stop): no
+//! `now_ms`, worker epochs and record bytes, asks [`GroupCommit::poll_flush`] what to write
+//! (the workers' buffers in order, then the marker: no copy into one buffer), performs the
+//! write and the sync, reports back with [`GroupCommit::flushed`] or [`GroupCommit::failed`],
+//! and returns the written buffers with [`GroupCommit::recycle`] for the workers to reuse. After a failure the core is stopped for good (fail-stop): no
 //! later epoch is ever published.
 
 use crate::format::{self, Record};

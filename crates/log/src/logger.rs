@@ -8,7 +8,19 @@
 //!
 //! [`Logger`] owns a thread that every tick advances the epoch, drains the per-worker slots
 //! into the core and performs the flush the core asks for. Workers hold a [`WorkerLog`] whose
-//! slot lock is shared only with the logger, once per tick.
+//! slot lock is shared only with the logger, once per tick. The record buffers travel: a
+//! worker encodes an epoch's records into one buffer, the flush writes the buffers as they
+//! are, and the logger hands emptied buffers back to the slots (an epoch's buffer grows to
+//! megabytes; a fresh one would cost the kernel's zero-filling of every page, each epoch).
+//! [`Logger::start_manual`] makes the same logger without a thread: a deterministic test
+//! runs its rounds with [`Logger::step`] and its own clock.
+//!
+//! The global epoch lives in an [`EpochCell`] an engine can share ([`Logger::epoch_cell`]),
+//! so the epoch a protocol reads at its serialization point is the log's. A worker enters the
+//! current epoch before an attempt; a record may then carry a later epoch (the one read at
+//! serialization), and appending it moves the worker forward: the epoch it held since entering
+//! kept every later epoch open. A read-only commit appends nothing but asks for its epoch
+//! ([`WorkerLog::want_durable`]), or an engine running only reads would wait forever.
 //!
 //! Fail-stop: the first failed append or sync stops the logger for good. The durable epoch
 //! stops advancing, [`Logger::check`] returns the sticky [`LogError::Stopped`], and the engine

@@ -20,7 +20,11 @@
 //! into its table's arena (each thread allocates from its own arena shard) and derive the
 //! entries of index tables; then each table's `(key, record)` pairs are sorted and the B+tree
 //! is built bottom-up with `OrderedIndex::from_sorted`, one thread per table (much faster than
-//! inserting one key at a time: no splits, full leaves). With [`Index::Array`] a table's
+//! inserting one key at a time: no splits, full leaves). An engine starting on a write-ahead
+//! log loads through [`RowLoader`] instead: recovered rows (index tables' entries included)
+//! with the versions the log recorded, each table's `retired_version_max` raised to the
+//! highest version the log holds (deletes too), so a key re-created later outranks them.
+//! [`Database::scan_rows`] reads rows without any protocol's lock, for fuzzy checkpoints. With [`Index::Array`] a table's
 //! record id is its key (an ablation for tables whose keys are dense); any other table makes
 //! the load fail with [`LoadError::NotDense`].
 

@@ -14,13 +14,21 @@
 //!  after:    quiesce every worker; workload.check through one read-only attempt
 //! ```
 //!
+//! With a write-ahead log (`wal`, `durability`), commits are acknowledged by the log, not at
+//! commit: each worker queues its committed transactions (epoch, start time, history entry;
+//! at most [`UNACKNOWLEDGED_PER_WORKER_MAX`]) and acknowledges the front as the log's durable
+//! epoch passes it; a checkpoint thread takes fuzzy checkpoints; acknowledged history
+//! entries can be streamed to the caller as they come ([`RunHooks::on_acknowledged`]). A run
+//! started on a directory that holds a log recovers from it first (see [`super::durable`]).
+//!
 //! An aborted attempt retries on the same worker after a randomized exponential backoff.
 //! Latency counts from a transaction's first attempt (in reorder mode: from when it entered
-//! its batch) to its commit. A user abort (TPC-C's rolled-back NewOrder) is counted and not
-//! retried. Commits per procedure come from the harness's `Recorder`; aborts per procedure
-//! are counted here. Transactions never cross batch boundaries: each is assigned within its
-//! own batch, and a share moves between threads only whole. The main thread only sleeps and
-//! reports progress, so exactly `threads` threads are busy (plus the epoch clock's sleeper).
+//! its batch) to its commit (with a log: to its acknowledgment). A user abort (TPC-C's
+//! rolled-back NewOrder) is counted and not retried. Commits per procedure come from the
+//! harness's `Recorder`; aborts per procedure are counted here. Transactions never cross
+//! batch boundaries: each is assigned within its own batch, and a share moves between threads
+//! only whole. The main thread only sleeps and reports progress, so exactly `threads` threads
+//! are busy (plus the epoch clock's sleeper, or with a log the logger and checkpoint threads).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

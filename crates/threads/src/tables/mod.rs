@@ -29,6 +29,25 @@
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
+//! * [`durable`]: the write-ahead log (issue 17, `ordo-log`): a log directory is opened,
+//!   recovered into the database (or given its first checkpoint), fuzzy checkpoints are taken
+//!   while transactions run, and the engine's epoch is the log's group-commit epoch.
+//!
+//! ## Durability
+//! ```text
+//!   attempt:  trace.enter_epoch()  (the worker holds the log's current epoch open)
+//!   commit:   installed(t, effect, k, v, row)* -> committed(ts)   (redo record built, sealed)
+//!   driver:   trace.log_commit(epoch the commit returned) -> WorkerLog (one copy, one lock)
+//!             queue (epoch, start, history entry); acknowledge the front once the log's
+//!             durable epoch reaches it (sync) or at once (async): count, latency, history
+//!   logger:   closes an epoch once every worker left it, writes, fsyncs, publishes durable
+//! ```
+//! Protocols need nothing for this beyond the row image they pass to `installed` and the
+//! serialization epoch their commit returns (read after locking, before installing: every
+//! wr or ww successor reads a later or equal epoch, so a whole number of epochs is a closed
+//! prefix of the commit order). A worker whose queue of unacknowledged commits is full waits,
+//! idle in the log. After a failed write or fsync the run stops acknowledging at once and
+//! ends with [`driver::TablesError::LogStopped`]; it never retries.
 //!
 //! ## Histories (interim encoding)
 //! With `record_history`, every committed transaction is kept as an `ordo_history` entry of
