@@ -24,16 +24,20 @@ pub enum AbortCause {
     Conflict,
     /// Wait-die: an older transaction held the lock.
     Die,
-    /// PostgreSQL: SQLSTATE 40001 (serialization failure).
+    /// PostgreSQL: SQLSTATE 40001 (serialization failure); `ssi`: the Serial Safety Net's
+    /// exclusion window was violated (the commit could close a dependency cycle).
     Serialization,
     /// PostgreSQL: SQLSTATE 40P01 (deadlock detected).
     Deadlock,
     /// PostgreSQL: the connection was lost and the transaction did not commit.
     ConnectionLost,
+    /// Multi-version protocols: the version the snapshot needed was cut off (its record kept
+    /// more versions than allowed), so the attempt read nothing wrong and stopped.
+    SnapshotTooOld,
 }
 
 impl AbortCause {
-    pub const ALL: [AbortCause; 8] = [
+    pub const ALL: [AbortCause; 9] = [
         AbortCause::PreValidation,
         AbortCause::Reorder,
         AbortCause::FinalValidation,
@@ -42,6 +46,7 @@ impl AbortCause {
         AbortCause::Serialization,
         AbortCause::Deadlock,
         AbortCause::ConnectionLost,
+        AbortCause::SnapshotTooOld,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +60,7 @@ impl AbortCause {
             AbortCause::Serialization => "serialization",
             AbortCause::Deadlock => "deadlock",
             AbortCause::ConnectionLost => "connection_lost",
+            AbortCause::SnapshotTooOld => "snapshot_too_old",
         }
     }
 

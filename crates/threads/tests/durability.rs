@@ -1,7 +1,8 @@
 //! Deterministic crash tests of the engine over tables with its write-ahead log, under every
-//! protocol on tables (Silo, TicToc, 2PL, serial): the real `Trace` → `WorkerLog` → logger →
-//! segments path, fuzzy checkpoints and recovery into a
-//! database, all over a fault-injecting directory, driven by one thread from one seed.
+//! protocol on tables (Silo, TicToc, 2PL, serial, `mvcc_si`, `ssi`): the real `Trace` →
+//! `WorkerLog` → logger → segments path, fuzzy checkpoints (through each protocol's
+//! checkpoint source) and recovery into a database (multi-version tables included), all over
+//! a fault-injecting directory, driven by one thread from one seed.
 //!
 //! Several virtual workers run whole transactions one at a time (so the commit order is the
 //! execution order), interleaved at random with the logger's rounds, epoch boundaries,
@@ -26,7 +27,7 @@ use ordo_threads::ProtocolKind;
 use ordo_threads::tables::driver::{Finished, run_transaction};
 use ordo_threads::tables::durable::{self, CheckpointPolicy, Checkpointer, OpenOptions};
 use ordo_threads::tables::{
-    Index, SerialTables, SiloTables, TableProtocol, TicTocTables, TwoPhaseTables, WorkerOptions,
+    Index, MvccTables, SerialTables, SiloTables, TableProtocol, TicTocTables, TwoPhaseTables, WorkerOptions,
 };
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{
@@ -277,7 +278,7 @@ fn run_cycle<P: TableProtocol>(
         workers: workers_count,
         index: Index::Tree,
         load_threads: 1,
-        initial_meta: P::INITIAL_META,
+        layout: P::LAYOUT,
         recovered_meta: P::recovered_meta,
         manual_logger: true,
         segment_bytes_max: SEGMENT_BYTES_MAX,
@@ -346,7 +347,7 @@ fn run_cycle<P: TableProtocol>(
             }
             _ => {
                 let step =
-                    checkpointer.step(protocol.database(), &logger, now_ms, 1 + rng.below(rows_per_step) as usize);
+                    checkpointer.step(protocol.checkpoint_source(), &logger, now_ms, 1 + rng.below(rows_per_step) as usize);
                 if let durable::CheckpointStep::Committed { .. } =
                     step.map_err(|error| (error.to_string(), "checkpoint"))?
                 {
@@ -472,6 +473,8 @@ fn every_protocol(workload: &Arc<dyn TableWorkload>, seeds: &[u64], steps: usize
         let two_phase = if seed % 2 == 0 { ProtocolKind::NoWait } else { ProtocolKind::WaitDie };
         check_seed::<TwoPhaseTables>(two_phase, seed, workload, steps, &mut coverage);
         check_seed::<SerialTables>(ProtocolKind::Serial, seed, workload, steps, &mut coverage);
+        let mvcc = if seed % 2 == 0 { ProtocolKind::MvccSi } else { ProtocolKind::Ssi };
+        check_seed::<MvccTables>(mvcc, seed, workload, steps, &mut coverage);
     }
     eprintln!("{coverage:?}");
     coverage

@@ -1,7 +1,8 @@
 //! The engine's driver with its write-ahead log under real threads: acknowledged transactions
 //! (streamed as the driver acknowledges them) survive a power cut or a failed fsync at a
 //! seeded moment, the run stops with a clear error and never acknowledges after it, a restarted
-//! engine recovers and goes on, and SmallBank's total is conserved throughout.
+//! engine recovers and goes on, and SmallBank's total is conserved throughout; under
+//! `mvcc_si` and `ssi` too, with checkpoints taken back to back while chains are trimmed.
 //!
 //! A seed fixes the faults, not the thread schedule. Replay one seed with
 //! `ORDO_SEED=<n> cargo test -p ordo-threads --test durability_runs`.
@@ -13,7 +14,9 @@ use std::time::Duration;
 
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FaultyDir, FileDir};
+use ordo_threads::ProtocolKind;
 use ordo_threads::tables::driver::{RunHooks, TableRunReport, TablesError, run_with};
+use ordo_threads::tables::durable::CheckpointPolicy;
 use ordo_threads::tables::{TableRunSpec, TablesConfig};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{KvTables, SmallBank, SmallBankConfig, TableWorkload, Workload};
@@ -221,4 +224,53 @@ fn a_directory_of_another_workload_is_refused() {
     let config = TablesConfig { wal: None, ..config(Durability::Sync) };
     let error = run_with(&config, &workload, &spec(1, 10), |_, _| {}, RunHooks::default()).unwrap_err();
     assert!(error.to_string().contains("needs a write-ahead log"), "{error}");
+}
+
+#[test]
+fn mvcc_checkpoints_taken_while_chains_are_trimmed_recover_every_acknowledged_commit() {
+    let _one = exclusive();
+    let bank = bank();
+    let workload: Arc<dyn TableWorkload> = Arc::new(KvTables::new(bank.clone(), 16));
+    for (seed, protocol) in [(11, ProtocolKind::MvccSi), (12, ProtocolKind::Ssi)] {
+        let hint = format!("{protocol}: replay: ORDO_SEED={seed} cargo test -p ordo-threads --test durability_runs");
+        // Checkpoints back to back, and chains cut to their cap at once: the checkpoint reads
+        // while workers trim and reuse versions.
+        let config = TablesConfig {
+            protocol,
+            versions: 2,
+            checkpoint: CheckpointPolicy { period_ms: Some(1), log_bytes: None },
+            ..config(Durability::Sync)
+        };
+        let dir = FaultyDir::new(seed);
+        let run = |duration_ms: u64| {
+            let mut acknowledged = Vec::new();
+            let mut sink = |entries: &[HistoryEntry]| {
+                acknowledged.extend_from_slice(entries);
+                Ok(())
+            };
+            let hooks = RunHooks { dir: Some(Arc::new(dir.clone()) as Arc<dyn Dir>), on_acknowledged: Some(&mut sink) };
+            let result = run_with(&config, &workload, &spec(seed, duration_ms), |_, _| {}, hooks);
+            (result, acknowledged)
+        };
+        let (first, acknowledged) = run(300);
+        let report = first.unwrap_or_else(|error| panic!("{error}; {hint}"));
+        report.consistency.unwrap_or_else(|error| panic!("{error}; {hint}"));
+        assert!(report.durability.expect("logged").checkpoints > 0, "no checkpoint was taken; {hint}");
+        dir.crash(false);
+        let rows = recovered(&dir);
+        assert_acknowledged_present(&rows, &acknowledged, &hint);
+        assert_conserved(&rows, &bank, &hint);
+        // The power goes while checkpoints are written and segments deleted.
+        dir.power_cut_after(200);
+        let (second, acknowledged) = run(10_000);
+        assert!(matches!(second, Err(TablesError::LogStopped(_))), "the power cut did not stop the run; {hint}");
+        dir.crash(false);
+        let rows = recovered(&dir);
+        assert_acknowledged_present(&rows, &acknowledged, &hint);
+        assert_conserved(&rows, &bank, &hint);
+        let (third, _) = run(100);
+        let report = third.unwrap_or_else(|error| panic!("restart: {error}; {hint}"));
+        assert!(report.durability.expect("logged").recovery.is_some(), "the restart recovered; {hint}");
+        report.consistency.unwrap_or_else(|error| panic!("after recovery: {error}; {hint}"));
+    }
 }

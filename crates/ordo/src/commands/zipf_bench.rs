@@ -34,7 +34,9 @@ pub fn run(args: &ZipfBenchArgs) -> Result<()> {
         for &theta in &args.theta {
             let mut samplers = vec![Zipf::new(keys, theta)?];
             if theta > 0.0 {
-                // The plain inversion beside the default, so the table shows what each choice saves.
+                // The other exact samplers beside the default, so the table shows what each
+                // choice saves.
+                samplers.push(Zipf::with_blocks(keys, theta)?);
                 samplers.push(Zipf::with_rejection_inversion(keys, theta)?);
             }
             samplers.dedup_by(|a, b| a.sampler_name() == b.sampler_name());

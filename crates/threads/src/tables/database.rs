@@ -9,6 +9,27 @@
 //!     word 3.. row      the table's row words
 //! ```
 //!
+//! Multi-version tables ([`Database::load_versioned`], for `mvcc_si` and `ssi`) keep the same
+//! first three words in a *head* and the rows in versions, newest first (see [`versioned`]). A
+//! record's head is followed by one *inline* version slot in the same arena record, which
+//! holds the version it was loaded or inserted with (one cache-line walk for rows that are
+//! read and never updated, the common case); later versions live in a side arena, and the
+//! inline slot is used again once the version in it has been cut off. A version never
+//! changes its row once linked, and the head's `newest` word moves to a new version only
+//! under the head's lock.
+//!
+//! ```text
+//!   record (table.records)                               version (inline, or table.versions)
+//!     0 meta   lock:1 dead:1 owner                         0 cstamp   commit stamp of its writer
+//!     1 key                                                1 pstamp   SSN: latest reader's stamp
+//!     2 seq    of the newest version                       2 sstamp   SSN: overwriter's pi (or mark)
+//!     3 newest ──> a version id: side, or inline          3 readers  SSN: committing readers, a bit each
+//!     4 count  versions linked [inline slot busy:1 | n]    4 seq      [absent | version]
+//!     5-7 the absent pseudo-version's pstamp, sstamp,      5 older ──> next older version, none, or
+//!         readers (the key before the first version)                   truncated
+//!     8.. the inline version slot                          6.. row
+//! ```
+//!
 //! Invariants: a record found through a table's index holds that index key in word 1; the
 //! index maps a key to at most one record; `version` grows with every install on a record,
 //! and a record made for a key whose earlier record was reclaimed starts at or above the
@@ -23,10 +44,13 @@
 //! inserting one key at a time: no splits, full leaves). An engine starting on a write-ahead
 //! log loads through [`RowLoader`] instead: recovered rows (index tables' entries included)
 //! with the versions the log recorded, each table's `retired_version_max` raised to the
-//! highest version the log holds (deletes too), so a key re-created later outranks them.
-//! [`Database::scan_rows`] reads rows without any protocol's lock, for fuzzy checkpoints. With [`Index::Array`] a table's
-//! record id is its key (an ablation for tables whose keys are dense); any other table makes
-//! the load fail with [`LoadError::NotDense`].
+//! highest version the log holds (deletes too), so a key re-created later outranks them; a
+//! recovered multi-version record is a head with one version, the recovered row at its
+//! recovered version, stamped 0 like a loaded row. [`Database::scan_rows`] reads
+//! single-version rows without any protocol's lock, for fuzzy checkpoints (multi-version tables
+//! are read through their protocol, at a snapshot). With [`Index::Array`] a table's record id
+//! is its key (an ablation for tables whose keys are dense); any other table makes the load
+//! fail with [`LoadError::NotDense`].
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +73,53 @@ pub const SEQ_WORD: usize = 2;
 pub const ABSENT: u64 = 1 << 63;
 /// The version bits of the seq word.
 pub const VERSION_MASK: u64 = ABSENT - 1;
+
+/// The layout of multi-version tables: word positions of heads and versions, and the link
+/// values (see the module docs). Words 0-2 of a head are [`META_WORD`], [`KEY_WORD`] and
+/// [`SEQ_WORD`], as in a single-version record.
+pub mod versioned {
+    /// Words of a head (one cache line).
+    pub const HEAD_WORDS: usize = 8;
+    /// The newest version's id, or [`NO_VERSION`].
+    pub const NEWEST: usize = 3;
+    /// Versions linked from the head, and whether the inline slot holds one ([`INLINE_BUSY`]).
+    pub const COUNT: usize = 4;
+    /// The bit of [`COUNT`] that says the inline slot holds a version (linked, or cut off while
+    /// an old snapshot may still read it).
+    pub const INLINE_BUSY: u64 = 1 << 63;
+    /// The bit of a version id that names the inline slot of the record in the low bits.
+    pub const INLINE: u64 = 1 << 62;
+    /// The absent pseudo-version (the key before the record's first version): its pstamp,
+    /// sstamp and readers words.
+    pub const ABSENT_PSTAMP: usize = 5;
+    pub const ABSENT_SSTAMP: usize = 6;
+    pub const ABSENT_READERS: usize = 7;
+
+    /// A version's words before its row.
+    pub const VERSION_HEADER_WORDS: usize = 6;
+    pub const CSTAMP: usize = 0;
+    pub const PSTAMP: usize = 1;
+    pub const SSTAMP: usize = 2;
+    pub const READERS: usize = 3;
+    pub const SEQ: usize = 4;
+    pub const OLDER: usize = 5;
+
+    /// A link to no version: the record's life starts here.
+    pub const NO_VERSION: u64 = u64::MAX;
+    /// A link to versions that were cut off: a reader that needs one is too old.
+    pub const TRUNCATED: u64 = u64::MAX - 1;
+    /// The sstamp of a version nobody has overwritten.
+    pub const NO_SUCCESSOR: u64 = u64::MAX;
+}
+
+/// How a database lays out its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One version per record, the row inline; loaded records start with this meta word.
+    SingleVersion { initial_meta: u64 },
+    /// Heads and versions (see [`versioned`]); loaded rows are one version each, stamped 0.
+    Versioned,
+}
 
 /// Which primary index the tables use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,7 +164,10 @@ pub struct Table {
     pub row_words: usize,
     /// Whether this table is a secondary index of another (kept in step by the engine).
     pub is_index: bool,
+    /// Single-version records, or the heads of a multi-version table.
     pub records: Records,
+    /// The versions of a multi-version table (`None` for single-version layouts).
+    pub versions: Option<Records>,
     pub index: PrimaryIndex,
     /// The highest version of any record of this table that was reclaimed (see module docs).
     pub retired_version_max: CachePadded<AtomicU64>,
@@ -104,6 +178,26 @@ impl Table {
     #[inline]
     pub fn record(&self, rid: u64) -> &[AtomicU64] {
         self.records.words(rid)
+    }
+
+    /// The version arena of a multi-version table.
+    ///
+    /// # Panics
+    /// If the table is single-version (a protocol bug).
+    #[inline]
+    pub fn versions(&self) -> &Records {
+        self.versions.as_ref().expect("a multi-version table")
+    }
+
+    /// The words of version `id` of a multi-version table (a side version, or a record's
+    /// inline slot).
+    #[inline]
+    pub fn version(&self, id: u64) -> &[AtomicU64] {
+        if id & versioned::INLINE == 0 {
+            self.versions().words(id)
+        } else {
+            &self.records.words(id & !versioned::INLINE)[versioned::HEAD_WORDS..]
+        }
     }
 
     /// Raises `retired_version_max` to at least `version`.
@@ -123,11 +217,44 @@ pub fn write_record(words: &[AtomicU64], meta: u64, key: u64, seq: u64, row: &[u
     }
 }
 
+/// Writes a whole version (for loading and for installs; nobody else sees it yet).
+#[inline]
+pub fn write_version(words: &[AtomicU64], cstamp: u64, seq: u64, older: u64, row: Option<&[u64]>) {
+    use versioned::{CSTAMP, NO_SUCCESSOR, OLDER, PSTAMP, READERS, SEQ, SSTAMP, VERSION_HEADER_WORDS};
+    words[CSTAMP].store(cstamp, Ordering::Relaxed);
+    words[PSTAMP].store(cstamp, Ordering::Relaxed);
+    words[SSTAMP].store(NO_SUCCESSOR, Ordering::Relaxed);
+    words[READERS].store(0, Ordering::Relaxed);
+    words[SEQ].store(seq, Ordering::Relaxed);
+    words[OLDER].store(older, Ordering::Relaxed);
+    if let Some(row) = row {
+        for (word, &value) in words[VERSION_HEADER_WORDS..].iter().zip(row) {
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes a whole head of a multi-version table (for loading and for fresh placeholders;
+/// nobody else sees it yet).
+#[inline]
+pub fn write_head(words: &[AtomicU64], key: u64, seq: u64, newest: u64, count: u64) {
+    use versioned::{ABSENT_PSTAMP, ABSENT_READERS, ABSENT_SSTAMP, COUNT, NEWEST, NO_SUCCESSOR};
+    words[META_WORD].store(0, Ordering::Relaxed);
+    words[KEY_WORD].store(key, Ordering::Relaxed);
+    words[SEQ_WORD].store(seq, Ordering::Relaxed);
+    words[NEWEST].store(newest, Ordering::Relaxed);
+    words[COUNT].store(count, Ordering::Relaxed);
+    words[ABSENT_PSTAMP].store(0, Ordering::Relaxed);
+    words[ABSENT_SSTAMP].store(NO_SUCCESSOR, Ordering::Relaxed);
+    words[ABSENT_READERS].store(0, Ordering::Relaxed);
+}
+
 /// Every table of a workload, and the engine's global epoch.
 #[derive(Debug)]
 pub struct Database {
     tables: Vec<Table>,
     index: Index,
+    layout: Layout,
     epochs: Epochs,
 }
 
@@ -145,6 +272,29 @@ impl Database {
         initial_meta: u64,
         epochs: Epochs,
     ) -> Result<Database, LoadError> {
+        Self::load_with(workload, index, threads, Layout::SingleVersion { initial_meta }, epochs)
+    }
+
+    /// Loads `workload` into multi-version tables: every row becomes one version with commit
+    /// stamp 0, the head's meta word is 0 (unlocked, no owner).
+    pub fn load_versioned(
+        workload: &dyn TableWorkload,
+        index: Index,
+        threads: usize,
+        epochs: Epochs,
+    ) -> Result<Database, LoadError> {
+        Self::load_with(workload, index, threads, Layout::Versioned, epochs)
+    }
+
+    /// Loads `workload` into tables laid out as `layout` ([`Database::load`] or
+    /// [`Database::load_versioned`]).
+    pub fn load_with(
+        workload: &dyn TableWorkload,
+        index: Index,
+        threads: usize,
+        layout: Layout,
+        epochs: Epochs,
+    ) -> Result<Database, LoadError> {
         let schema = workload.schema();
         let dense = |table: &TableSchema| table.dense_keys.filter(|_| table.index_of.is_none());
         if index == Index::Array
@@ -152,13 +302,13 @@ impl Database {
         {
             return Err(LoadError::NotDense { table: table.name });
         }
-        let tables = empty_tables(schema, index);
+        let tables = empty_tables(schema, index, layout);
         let parts = threads.max(1);
         let per_part: Vec<Result<PartEntries, LoadError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..parts)
                 .map(|part| {
                     let tables = &tables;
-                    scope.spawn(move || load_part(workload, tables, index, part, parts, initial_meta))
+                    scope.spawn(move || load_part(workload, tables, index, part, parts, layout))
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("a loading thread panicked")).collect()
@@ -175,7 +325,7 @@ impl Database {
         }
         let mut tables = tables;
         build_indexes(&mut tables, per_table, schema, index)?;
-        Ok(Database { tables, index, epochs })
+        Ok(Database { tables, index, layout, epochs })
     }
 
     /// The table `id`.
@@ -192,6 +342,11 @@ impl Database {
     /// The index the tables use.
     pub fn index(&self) -> Index {
         self.index
+    }
+
+    /// How the records are laid out.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// The current global epoch.
@@ -221,12 +376,21 @@ impl Database {
             Direction::Ascending,
             &mut |key, rid| {
                 let words = table.record(rid);
-                if words[SEQ_WORD].load(Ordering::Acquire) & ABSENT == 0 {
-                    let row = words[TABLE_HEADER_WORDS..TABLE_HEADER_WORDS + table.row_words]
-                        .iter()
-                        .map(|w| w.load(Ordering::Relaxed))
-                        .collect();
-                    rows.insert(key, row);
+                let (seq, row) = match self.layout {
+                    Layout::SingleVersion { .. } => {
+                        (words[SEQ_WORD].load(Ordering::Acquire), &words[TABLE_HEADER_WORDS..])
+                    }
+                    Layout::Versioned => {
+                        let newest = words[versioned::NEWEST].load(Ordering::Acquire);
+                        if newest == versioned::NO_VERSION {
+                            return true;
+                        }
+                        let version = table.version(newest);
+                        (version[versioned::SEQ].load(Ordering::Acquire), &version[versioned::VERSION_HEADER_WORDS..])
+                    }
+                };
+                if seq & ABSENT == 0 {
+                    rows.insert(key, row[..table.row_words].iter().map(|w| w.load(Ordering::Relaxed)).collect());
                 }
                 true
             },
@@ -237,16 +401,21 @@ impl Database {
 }
 
 impl Database {
-    /// Reads up to `rows_max` present rows of `table` with keys from `from` upward, while
-    /// transactions run, handing each to `sink(key, version, row)`; returns the key to go on
-    /// from, or `None` once the table is done. For a fuzzy checkpoint.
+    /// Reads up to `rows_max` present rows of `table` with keys from `from` upward, handing
+    /// each to `sink(key, version, row)`; returns the key to go on from, or `None` once the
+    /// table is done. For fuzzy checkpoints (through [`super::durable::CheckpointSource`]).
     ///
-    /// Each row is read without the protocol's lock: the version first, then the row words.
-    /// A row read while a write is being installed may be torn, but carries a version no newer
-    /// than that write's, which is in the log (its epoch is at or after the checkpoint's begin
-    /// epoch, and the checkpoint commits only once the log is durable through the epoch its scan
-    /// ended in); recovery keeps the log's write for any version at least as new, so torn rows
-    /// never survive. Rows whose last write preceded the checkpoint are read exactly.
+    /// Single-version rows are read without the protocol's lock, while transactions run: the
+    /// version first, then the row words. A row read while a write is being installed may be
+    /// torn, but carries a version no newer than that write's, which is in the log (its epoch
+    /// is at or after the checkpoint's begin epoch, and the checkpoint commits only once the
+    /// log is durable through the epoch its scan ended in); recovery keeps the log's write for
+    /// any version at least as new, so torn rows never survive. Rows whose last write preceded
+    /// the checkpoint are read exactly.
+    ///
+    /// Multi-version rows are read as their newest version, which is exact only while nothing
+    /// commits (a version cut off a chain is reused at once, with no epoch between): while
+    /// transactions run, the MVCC protocol reads them at a snapshot of its own instead.
     pub fn scan_rows(
         &self,
         table_id: TableId,
@@ -255,9 +424,30 @@ impl Database {
         row: &mut Vec<u64>,
         sink: &mut dyn FnMut(u64, u64, &[u64]),
     ) -> Option<u64> {
+        match self.layout {
+            Layout::SingleVersion { .. } => {
+                self.scan_records(table_id, from, rows_max, row, &mut read_single_version, sink)
+            }
+            Layout::Versioned => self.scan_records(table_id, from, rows_max, row, &mut read_newest_version, sink),
+        }
+    }
+
+    /// Visits up to `rows_max` records of `table` with keys from `from` upward, in key order
+    /// and pinned (no record id the index hands out is recycled meanwhile); `read(table, key,
+    /// rid, row)` fills `row` and returns the row's version if it is present, and present rows
+    /// go to `sink(key, version, row)`. Returns the key to go on from, or `None` once the
+    /// table is done.
+    pub fn scan_records(
+        &self,
+        table_id: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        read: &mut dyn FnMut(&Table, u64, u64, &mut [u64]) -> Option<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
         let table = self.table(table_id);
         row.resize(table.row_words, 0);
-        // Pinned while reading, so no record id the index hands out is recycled meanwhile.
         let _guard = ordo_storage::epoch::pin();
         let mut visited = 0;
         let mut next = None;
@@ -271,21 +461,48 @@ impl Database {
                     return false;
                 }
                 visited += 1;
-                let words = table.record(rid);
-                let seq = words[SEQ_WORD].load(Ordering::Acquire);
-                if seq & ABSENT != 0 || words[KEY_WORD].load(Ordering::Relaxed) != key {
-                    return true;
+                if let Some(version) = read(table, key, rid, row) {
+                    sink(key, version, row);
                 }
-                for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
-                    *out = word.load(Ordering::Relaxed);
-                }
-                sink(key, seq & VERSION_MASK, row);
                 true
             },
             &mut |_| {},
         );
         next
     }
+}
+
+/// A single-version record's row and version, read without its lock (see
+/// [`Database::scan_rows`]); `None` if absent or no longer `key`'s.
+fn read_single_version(table: &Table, key: u64, rid: u64, row: &mut [u64]) -> Option<u64> {
+    let words = table.record(rid);
+    let seq = words[SEQ_WORD].load(Ordering::Acquire);
+    if seq & ABSENT != 0 || words[KEY_WORD].load(Ordering::Relaxed) != key {
+        return None;
+    }
+    for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
+        *out = word.load(Ordering::Relaxed);
+    }
+    Some(seq & VERSION_MASK)
+}
+
+/// A multi-version record's newest row and version (exact only while nothing commits, see
+/// [`Database::scan_rows`]); `None` if absent or no longer `key`'s.
+fn read_newest_version(table: &Table, key: u64, rid: u64, row: &mut [u64]) -> Option<u64> {
+    let head = table.record(rid);
+    let newest = head[versioned::NEWEST].load(Ordering::Acquire);
+    if newest == versioned::NO_VERSION || head[KEY_WORD].load(Ordering::Relaxed) != key {
+        return None;
+    }
+    let version = table.version(newest);
+    let seq = version[versioned::SEQ].load(Ordering::Acquire);
+    if seq & ABSENT != 0 {
+        return None;
+    }
+    for (out, word) in row.iter_mut().zip(&version[versioned::VERSION_HEADER_WORDS..]) {
+        *out = word.load(Ordering::Relaxed);
+    }
+    Some(seq & VERSION_MASK)
 }
 
 /// Builds every table's primary index from its `(key, record id)` pairs, one thread per table.
@@ -331,14 +548,21 @@ fn build_indexes(
     Ok(())
 }
 
-/// Empty tables for `schema` (index tables included), arenas sized by the schema's hints.
-fn empty_tables(schema: &Schema, index: Index) -> Vec<Table> {
+/// Empty tables for `schema` (index tables included) laid out as `layout`, arenas sized by
+/// the schema's hints.
+fn empty_tables(schema: &Schema, index: Index, layout: Layout) -> Vec<Table> {
     schema
         .tables()
         .iter()
         .map(|table| {
             let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
-            let records = Records::new(TABLE_HEADER_WORDS + table.row_words, hint);
+            let (records, versions) = match layout {
+                Layout::SingleVersion { .. } => (Records::new(TABLE_HEADER_WORDS + table.row_words, hint), None),
+                Layout::Versioned => (
+                    Records::new(versioned::HEAD_WORDS + versioned::VERSION_HEADER_WORDS + table.row_words, hint),
+                    Some(Records::new(versioned::VERSION_HEADER_WORDS + table.row_words, hint)),
+                ),
+            };
             if index == Index::Array {
                 records.alloc_dense(hint);
             }
@@ -347,6 +571,7 @@ fn empty_tables(schema: &Schema, index: Index) -> Vec<Table> {
                 row_words: table.row_words,
                 is_index: table.index_of.is_some(),
                 records,
+                versions,
                 // Replaced once the rows are in.
                 index: PrimaryIndex::Dense(DenseIndex::new(0)),
                 retired_version_max: CachePadded::new(AtomicU64::new(0)),
@@ -362,24 +587,27 @@ fn empty_tables(schema: &Schema, index: Index) -> Vec<Table> {
 pub struct RowLoader<'a> {
     schema: &'a Schema,
     index: Index,
-    /// The meta word of a record at a version.
+    layout: Layout,
+    /// The meta word of a single-version record at a version.
     meta_of: fn(u64) -> u64,
     tables: Vec<Table>,
     entries: Vec<Vec<(u64, u64)>>,
 }
 
 impl<'a> RowLoader<'a> {
-    /// An empty database for `schema`; a record at version `v` starts with meta word
-    /// `meta_of(v)` (the protocol's `recovered_meta`).
-    pub fn new(schema: &'a Schema, index: Index, meta_of: fn(u64) -> u64) -> Result<Self, LoadError> {
+    /// An empty database for `schema` laid out as `layout`. A single-version record at
+    /// version `v` starts with meta word `meta_of(v)` (the protocol's `recovered_meta`); a
+    /// multi-version record is a head with one version, `v`, stamped 0 (older than every
+    /// snapshot), as loaded rows are.
+    pub fn new(schema: &'a Schema, index: Index, layout: Layout, meta_of: fn(u64) -> u64) -> Result<Self, LoadError> {
         if index == Index::Array
             && let Some(table) = schema.tables().iter().find(|t| t.dense_keys.is_none() || t.index_of.is_some())
         {
             return Err(LoadError::NotDense { table: table.name });
         }
-        let tables = empty_tables(schema, index);
+        let tables = empty_tables(schema, index, layout);
         let entries = vec![Vec::new(); tables.len()];
-        Ok(RowLoader { schema, index, meta_of, tables, entries })
+        Ok(RowLoader { schema, index, layout, meta_of, tables, entries })
     }
 
     /// Adds the present row `key` of `table` at `version`.
@@ -399,7 +627,11 @@ impl<'a> RowLoader<'a> {
             }
         };
         let version = version & VERSION_MASK;
-        write_record(table.record(rid), (self.meta_of)(version), key, version, row);
+        let layout = match self.layout {
+            Layout::SingleVersion { .. } => Layout::SingleVersion { initial_meta: (self.meta_of)(version) },
+            Layout::Versioned => Layout::Versioned,
+        };
+        write_loaded(table, rid, layout, key, version, row);
         self.entries[table_id as usize].push((key, rid));
         Ok(())
     }
@@ -414,7 +646,21 @@ impl<'a> RowLoader<'a> {
                 table.raise_retired_version(version);
             }
         }
-        Ok(Database { tables: self.tables, index: self.index, epochs })
+        Ok(Database { tables: self.tables, index: self.index, layout: self.layout, epochs })
+    }
+}
+
+/// Writes the present row `key` at `version` into the fresh record `rid` of `table`, laid out
+/// as `layout`: a single-version record with the layout's meta word, or a head whose only
+/// version (in its inline slot, commit stamp 0) holds the row.
+fn write_loaded(table: &Table, rid: u64, layout: Layout, key: u64, version: u64, row: &[u64]) {
+    match layout {
+        Layout::SingleVersion { initial_meta } => write_record(table.record(rid), initial_meta, key, version, row),
+        Layout::Versioned => {
+            let inline = versioned::INLINE | rid;
+            write_version(table.version(inline), 0, version, versioned::NO_VERSION, Some(row));
+            write_head(table.record(rid), key, version, inline, 1 | versioned::INLINE_BUSY);
+        }
     }
 }
 
@@ -426,7 +672,7 @@ fn load_part(
     index: Index,
     part: usize,
     parts: usize,
-    initial_meta: u64,
+    layout: Layout,
 ) -> Result<PartEntries, LoadError> {
     let schema = workload.schema();
     let mut entries: PartEntries = vec![Vec::new(); tables.len()];
@@ -443,7 +689,7 @@ fn load_part(
                 key
             }
         };
-        write_record(table.record(rid), initial_meta, key, 0, row);
+        write_loaded(table, rid, layout, key, 0, row);
         entries[table_id as usize].push((key, rid));
         Ok(())
     };

@@ -52,10 +52,11 @@ use rand::Rng;
 
 use super::database::{Database, Index, LoadError};
 use super::durable::{
-    self, CHECKPOINT_ROWS_PER_STEP, CheckpointPolicy, CheckpointStep, Checkpointer, DurableError, OpenOptions,
-    RecoveryReport, SEGMENT_BYTES_MAX,
+    self, CHECKPOINT_ROWS_PER_STEP, CheckpointPolicy, CheckpointSource, CheckpointStep, Checkpointer, DurableError,
+    OpenOptions, RecoveryReport, SEGMENT_BYTES_MAX,
 };
 use super::epoch::Epochs;
+use super::mvcc::{Isolation, MvccTables, SSN_WORKERS_MAX, VERSIONS_MIN};
 use super::protocol::{TableProtocol, WorkerOptions};
 use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
@@ -109,6 +110,8 @@ pub struct TablesConfig {
     pub durability: Durability,
     /// When fuzzy checkpoints are taken (with a log).
     pub checkpoint: CheckpointPolicy,
+    /// `mvcc_si`, `ssi`: most versions a record keeps.
+    pub versions: usize,
 }
 
 impl Default for TablesConfig {
@@ -124,6 +127,7 @@ impl Default for TablesConfig {
             wal: None,
             durability: Durability::Off,
             checkpoint: CheckpointPolicy::default(),
+            versions: super::mvcc::VERSIONS_DEFAULT,
         }
     }
 }
@@ -314,13 +318,24 @@ pub fn run_with(
     let load_threads = config.load_threads.unwrap_or(threads.max(2));
     let run = Run { loading, config, workload: workload.as_ref(), spec, progress, hooks, load_threads };
     match config.protocol {
-        ProtocolKind::Silo => run.start::<SiloTables>(),
-        ProtocolKind::TicToc => run.start::<TicTocTables>(),
-        ProtocolKind::NoWait | ProtocolKind::WaitDie => run.start::<TwoPhaseTables>(),
-        ProtocolKind::Serial => run.start::<SerialTables>(),
-        other => Err(TablesError::Config(format!(
-            "protocol {other} does not run on tables yet; on tables: silo (or --index array with a key-value workload)"
-        ))),
+        ProtocolKind::Silo => run.start(|db| SiloTables::over(db, ProtocolKind::Silo)),
+        ProtocolKind::TicToc => run.start(|db| TicTocTables::over(db, ProtocolKind::TicToc)),
+        kind @ (ProtocolKind::NoWait | ProtocolKind::WaitDie) => run.start(|db| TwoPhaseTables::over(db, kind)),
+        ProtocolKind::Serial => run.start(|db| SerialTables::over(db, ProtocolKind::Serial)),
+        ProtocolKind::MvccSi | ProtocolKind::Ssi => {
+            let isolation =
+                if config.protocol == ProtocolKind::Ssi { Isolation::SerialSafetyNet } else { Isolation::Snapshot };
+            if isolation == Isolation::SerialSafetyNet && threads > SSN_WORKERS_MAX {
+                return Err(TablesError::Config(format!("ssi runs at most {SSN_WORKERS_MAX} threads, not {threads}")));
+            }
+            if config.versions < VERSIONS_MIN {
+                return Err(TablesError::Config(format!(
+                    "versions must be at least {VERSIONS_MIN}, not {}",
+                    config.versions
+                )));
+            }
+            run.start(|db| MvccTables::over_with(db, isolation, config.versions))
+        }
     }
 }
 
@@ -344,13 +359,14 @@ struct Wal {
 }
 
 impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
-    /// Loads the database (from the workload, or by recovering the log directory) and runs.
-    fn start<P: TableProtocol>(mut self) -> Result<TableRunReport, TablesError> {
+    /// Loads the database (from the workload, or by recovering the log directory), puts the
+    /// protocol `over` it, and runs.
+    fn start<P: TableProtocol>(mut self, over: impl FnOnce(Database) -> P) -> Result<TableRunReport, TablesError> {
         let config = self.config;
         let Some(path) = &config.wal else {
             let epochs = Epochs::clock(config.epoch_ms);
-            let database = Database::load(self.workload, config.index, self.load_threads, P::INITIAL_META, epochs)?;
-            return self.drive(&P::over(database, config.protocol), None);
+            let database = Database::load_with(self.workload, config.index, self.load_threads, P::LAYOUT, epochs)?;
+            return self.drive(&over(database), None);
         };
         let dir: Arc<dyn Dir> = match self.hooks.dir.take() {
             Some(dir) => dir,
@@ -365,14 +381,14 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             workers: config.effective_threads(),
             index: config.index,
             load_threads: self.load_threads,
-            initial_meta: P::INITIAL_META,
+            layout: P::LAYOUT,
             recovered_meta: P::recovered_meta,
             manual_logger: false,
             segment_bytes_max: SEGMENT_BYTES_MAX,
         };
         let opened = durable::open(dir, path, self.workload, &options)?;
         let wal = Wal { logger: opened.logger, logs: opened.logs, dir: opened.dir, recovery: opened.recovery };
-        self.drive(&P::over(opened.database, config.protocol), Some(wal))
+        self.drive(&over(opened.database), Some(wal))
     }
 
     fn drive<P: TableProtocol>(mut self, protocol: &P, wal: Option<Wal>) -> Result<TableRunReport, TablesError> {
@@ -426,7 +442,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
                         std::thread::Builder::new()
                             .name("tables-checkpoint".into())
                             .spawn_scoped(scope, move || {
-                                checkpoint_thread(shared, protocol.database(), logger, &**dir, policy, checkpoint_stop)
+                                checkpoint_thread(shared, protocol.checkpoint_source(), logger, &**dir, policy, checkpoint_stop)
                             })
                             .expect("spawning the checkpoint thread"),
                     )
@@ -503,7 +519,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
 /// checkpoints it committed. A failure stops the run.
 fn checkpoint_thread<P: TableProtocol>(
     shared: &Shared<'_, P>,
-    database: &Database,
+    source: &dyn CheckpointSource,
     logger: &Logger,
     dir: &dyn Dir,
     policy: CheckpointPolicy,
@@ -513,7 +529,7 @@ fn checkpoint_thread<P: TableProtocol>(
     let mut checkpointer = Checkpointer::new(dir, policy, 0, logger.bytes_written());
     while !stop.load(Ordering::Relaxed) {
         let now_ms = started.elapsed().as_millis() as u64;
-        match checkpointer.step(database, logger, now_ms, CHECKPOINT_ROWS_PER_STEP) {
+        match checkpointer.step(source, logger, now_ms, CHECKPOINT_ROWS_PER_STEP) {
             Ok(CheckpointStep::Scanned) => {}
             Ok(CheckpointStep::Idle | CheckpointStep::Waiting | CheckpointStep::Committed { .. }) => {
                 std::thread::sleep(Duration::from_millis(CHECKPOINT_POLL_MS));

@@ -41,7 +41,7 @@ use ordo_log::{CheckpointWriter, Dir, Durability, LogConfig, LogError, Logger, R
 use ordo_storage::{ColumnType, Schema, TableId};
 use ordo_workload::TableWorkload;
 
-use super::database::{Database, Index, LoadError, RowLoader};
+use super::database::{Database, Index, Layout, LoadError, RowLoader};
 use super::epoch::Epochs;
 
 /// Rows a checkpoint reads per step (one epoch pin per step).
@@ -136,8 +136,9 @@ pub struct OpenOptions {
     pub workers: usize,
     pub index: Index,
     pub load_threads: usize,
-    /// The protocol's meta word for records loaded from the workload.
-    pub initial_meta: u64,
+    /// How the protocol lays out records (a single-version layout names the meta word of
+    /// records loaded from the workload).
+    pub layout: Layout,
     /// The protocol's meta word for a record recovered at a version.
     pub recovered_meta: fn(u64) -> u64,
     /// A logger the caller steps (deterministic tests) instead of a thread.
@@ -180,7 +181,8 @@ pub fn open(
     let (database, recovery) = if has_checkpoint {
         let started = Instant::now();
         let mut loader =
-            RowLoader::new(workload.schema(), options.index, options.recovered_meta).map_err(load_error)?;
+            RowLoader::new(workload.schema(), options.index, options.layout, options.recovered_meta)
+                .map_err(load_error)?;
         let mut failed = None;
         let recovered = ordo_log::recover(&*dir, |row| {
             if failed.is_none()
@@ -202,7 +204,7 @@ pub fn open(
             ));
         }
         let database =
-            Database::load(workload, options.index, options.load_threads, options.initial_meta, Epochs::manual())
+            Database::load_with(workload, options.index, options.load_threads, options.layout, Epochs::manual())
                 .map_err(load_error)?;
         // The first checkpoint holds the initial rows; the log holds only what changes them.
         let mut scan = Scan::begin(&*dir, 1).map_err(log_error)?;
@@ -227,6 +229,46 @@ pub fn open(
     Ok(Opened { database, logger, logs, dir, recovery })
 }
 
+/// Where a checkpoint reads rows while transactions run: each protocol's tables, read the way
+/// the protocol allows ([`super::protocol::TableProtocol::checkpoint_source`]). A
+/// single-version [`Database`] reads them directly, without locks ([`Database::scan_rows`]);
+/// multi-version tables read them at a snapshot the protocol keeps from being trimmed.
+pub trait CheckpointSource: Sync {
+    /// How many tables there are (index tables included).
+    fn table_count(&self) -> usize;
+
+    /// Reads up to `rows_max` present rows of `table` with keys from `from` upward, handing
+    /// each to `sink(key, version, row)`; returns the key to go on from, or `None` once the
+    /// table is done. Every row whose last write is in an epoch before the checkpoint's begin
+    /// epoch must be read at that write's version or a newer one (newer writes are in the
+    /// log, and recovery keeps them over the checkpoint's).
+    fn checkpoint_rows(
+        &self,
+        table: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64>;
+}
+
+impl CheckpointSource for Database {
+    fn table_count(&self) -> usize {
+        self.tables().len()
+    }
+
+    fn checkpoint_rows(
+        &self,
+        table: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
+        self.scan_rows(table, from, rows_max, row, sink)
+    }
+}
+
 /// A checkpoint's scan through every table, in `(table, key)` order.
 #[derive(Debug)]
 struct Scan<'d> {
@@ -242,14 +284,20 @@ impl<'d> Scan<'d> {
     }
 
     /// Reads up to `rows_max` rows; returns whether every table is done.
-    fn advance(&mut self, database: &Database, rows_max: usize, row: &mut Vec<u64>) -> Result<bool, LogError> {
+    fn advance(
+        &mut self,
+        source: &dyn CheckpointSource,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+    ) -> Result<bool, LogError> {
+        let tables = source.table_count();
         let mut budget = rows_max;
-        while self.table < database.tables().len() && budget > 0 {
+        while self.table < tables && budget > 0 {
             let table = self.table as TableId;
             let chunk = budget.min(CHECKPOINT_ROWS_PER_STEP);
             let mut result = Ok(());
             let writer = &mut self.writer;
-            let next = database.scan_rows(table, self.next, chunk, row, &mut |key, version, row| {
+            let next = source.checkpoint_rows(table, self.next, chunk, row, &mut |key, version, row| {
                 if result.is_ok() {
                     result = writer.row_words(table, key, version, row);
                 }
@@ -264,7 +312,7 @@ impl<'d> Scan<'d> {
                 }
             }
         }
-        Ok(self.table >= database.tables().len())
+        Ok(self.table >= tables)
     }
 }
 
@@ -344,7 +392,7 @@ impl<'d> Checkpointer<'d> {
     /// finished scan once the log is durable through its end epoch.
     pub fn step(
         &mut self,
-        database: &Database,
+        source: &dyn CheckpointSource,
         logger: &Logger,
         now_ms: u64,
         rows_max: usize,
@@ -358,7 +406,7 @@ impl<'d> Checkpointer<'d> {
                 Ok(CheckpointStep::Scanned)
             }
             Phase::Scanning(mut scan) => {
-                if scan.advance(database, rows_max, &mut self.row)? {
+                if scan.advance(source, rows_max, &mut self.row)? {
                     // Every row read so far shows writes of epochs up to the current one at
                     // most; the checkpoint may commit once they are all durable.
                     let end_epoch = logger.global_epoch();

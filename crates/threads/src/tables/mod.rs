@@ -26,9 +26,17 @@
 //!   [`scan`] (a range scan merged with own writes, for the protocols that read without
 //!   locks), [`reclaim`] (tombstones and aborted placeholders leave the index an epoch later),
 //!   [`trace`] (histories), [`protocol`] (the interface the driver and tests use).
+//! * [`mvcc`]: multi-version tables: snapshot isolation (`mvcc_si`) and the Serial Safety
+//!   Net (`ssi`, ERMIA's parallel commit without a latch), version chains trimmed behind the
+//!   oldest snapshot, phantoms by node sets and leaf stamps under `ssi`.
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
+//! * [`protocol`]: the one interface every protocol over tables implements ([`TableProtocol`]).
+//! * [`trace`]: what committed transactions leave behind, in the history format with tables.
+//! * [`simulate`]: the seeded interleaving simulator, which runs any [`TableProtocol`] with
+//!   workers that take turns at the protocol's yield points and checks the run with the
+//!   history checker, a serial replay and the workload's invariants.
 //! * [`durable`]: the write-ahead log (issue 17, `ordo-log`): a log directory is opened,
 //!   recovered into the database (or given its first checkpoint), fuzzy checkpoints are taken
 //!   while transactions run, and the engine's epoch is the log's group-commit epoch.
@@ -49,15 +57,11 @@
 //! idle in the log. After a failed write or fsync the run stops acknowledging at once and
 //! ends with [`driver::TablesError::LogStopped`]; it never retries.
 //!
-//! ## Histories (interim encoding)
-//! With `record_history`, every committed transaction is kept as an `ordo_history` entry of
-//! `(key, version)` pairs, where the key is `footprint_key(table, key)` (the table id above
-//! bit 48) so today's key-value checker can read it. Reads of present records and every
-//! install (updates, inserts and deletes alike, a delete installing a tombstone version) are
-//! recorded; scans are recorded only as the present rows they returned, and reads of absent
-//! keys not at all. So the check covers everything except phantoms and absences: those are
-//! covered by the scripted tests until the history format with tables, inserts, deletes and
-//! scans replaces this encoding.
+//! ## Histories
+//! With `record_history`, every committed transaction is kept by its worker's [`Trace`] as an
+//! `ordo_history` entry in the format with tables: point reads (of present rows and of
+//! tombstones), updates, inserts, deletes, and scans with the range they covered and the rows
+//! they saw, so the checker finds phantoms as cycles through scans.
 //!
 //! The epoch clock and the polite spin are the key-value engine's; the driver's backoff loop
 //! and history recorder are still its own copies, to fold in when the other protocols move
@@ -67,11 +71,13 @@ pub mod database;
 pub mod driver;
 pub mod durable;
 pub mod epoch;
+pub mod mvcc;
 pub mod protocol;
 pub mod reclaim;
 pub mod scan;
 pub mod serial;
 pub mod silo;
+pub mod simulate;
 pub mod tictoc;
 pub mod trace;
 pub mod two_phase;
@@ -80,9 +86,10 @@ pub mod writes;
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
+pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
 pub use serial::{SerialTables, SerialTx};
-pub use silo::{SiloTables, SiloTx};
+pub use silo::{SiloFaults, SiloTables, SiloTx};
 pub use tictoc::{TicTocTables, TicTocTx};
 pub use trace::Trace;
 pub use two_phase::{TwoPhaseTables, TwoPhaseTx};

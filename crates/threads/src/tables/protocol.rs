@@ -29,7 +29,8 @@ use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_workload::Tx;
 
-use super::database::Database;
+use super::database::{Database, Layout};
+use super::durable::CheckpointSource;
 use super::trace::Trace;
 use crate::config::ProtocolKind;
 
@@ -64,8 +65,13 @@ pub trait TableProtocol: Send + Sync {
     /// Whether transactions may run concurrently (`false`: one worker, no concurrency control).
     const CONCURRENT: bool = true;
 
-    /// The meta word of a record loaded from the workload before the run (version 0).
+    /// The meta word of a record loaded from the workload before the run (version 0); for a
+    /// multi-version layout, the head's (0: unlocked).
     const INITIAL_META: u64;
+
+    /// How the protocol lays out its records: one version per record (the default) or heads
+    /// with version chains.
+    const LAYOUT: Layout = Layout::SingleVersion { initial_meta: Self::INITIAL_META };
 
     /// The meta word of a record recovered from the log at `version` (a protocol whose
     /// timestamps are its versions, as TicToc's, starts the record's timestamps there).
@@ -74,7 +80,8 @@ pub trait TableProtocol: Send + Sync {
     }
 
     /// The protocol `kind` (for a family such as 2PL's variants) over `database`, whose
-    /// records were loaded with [`Self::INITIAL_META`].
+    /// records were loaded or recovered as [`Self::LAYOUT`] lays them out (with
+    /// [`Self::INITIAL_META`], or [`Self::recovered_meta`]).
     fn over(database: Database, kind: ProtocolKind) -> Self
     where
         Self: Sized;
@@ -84,6 +91,13 @@ pub trait TableProtocol: Send + Sync {
 
     /// The tables.
     fn database(&self) -> &Database;
+
+    /// What a fuzzy checkpoint reads while transactions run: the database itself, unless the
+    /// protocol must guard such reads (multi-version tables reuse trimmed versions at once, so
+    /// MVCC reads at a snapshot it publishes).
+    fn checkpoint_source(&self) -> &dyn CheckpointSource {
+        self.database()
+    }
 
     /// State for one worker.
     fn worker(&self, options: WorkerOptions) -> Self::Worker;

@@ -54,6 +54,12 @@
 //!
 //! The epoch is the database's ([`super::epoch`]): a clock of the engine's choosing, or a
 //! manual one that tests and the simulator advance themselves.
+//!
+//! Yield points ([`crate::interleave::point`], a no-op outside the interleaving simulator):
+//! after each lock and after read-set and node-set validation in commit, after each install,
+//! and in reclamation once a candidate is locked, so the simulator can run other workers
+//! between those phases. [`SiloFaults`] switches validation steps off, for the tests that show
+//! the simulator catches the broken protocol.
 
 use std::sync::atomic::{Ordering, fence};
 
@@ -63,6 +69,7 @@ use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
 use ordo_workload::{Aborted, Tx};
 
+use crate::interleave;
 use crate::protocol::Spin;
 
 use super::database::{
@@ -94,6 +101,24 @@ pub const INITIAL_META: u64 = LATEST;
 #[derive(Debug)]
 pub struct SiloTables {
     db: Database,
+    faults: SiloFaults,
+}
+
+/// Validation steps a test may switch off, to show that the interleaving simulator and the
+/// checker catch the protocol that results (fault injection, as for a log device; nothing
+/// outside tests sets them). The default injects nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SiloFaults {
+    /// Skip node-set validation at commit: scans and reads of absent keys lose their phantom
+    /// protection.
+    pub skip_node_validation: bool,
+    /// Skip read-set validation at commit: reads of present rows may go stale.
+    pub skip_read_validation: bool,
+    /// In read-set validation, ignore a record locked by another committer whose TID has not
+    /// changed yet (Silo §4.4 aborts): two committers that each read what the other writes can
+    /// then both commit. Only an interleaving that stops a committer between validation and
+    /// install shows it.
+    pub ignore_foreign_locks: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -217,7 +242,14 @@ impl SiloTables {
         epochs: Epochs,
     ) -> Result<Self, LoadError> {
         let db = Database::load(workload, index, load_threads, INITIAL_META, epochs)?;
-        Ok(SiloTables { db })
+        Ok(<Self as TableProtocol>::over(db, ProtocolKind::Silo))
+    }
+
+    /// The same protocol with `faults` injected (tests only: see [`SiloFaults`]).
+    #[must_use]
+    pub fn with_faults(mut self, faults: SiloFaults) -> Self {
+        self.faults = faults;
+        self
     }
 
     pub fn database(&self) -> &Database {
@@ -271,7 +303,11 @@ impl SiloTables {
             &self.db,
             guard,
             everything,
-            |words| lock_live_record(words).map_or(Claim::Dead, Claim::Locked),
+            |words| {
+                let claim = lock_live_record(words).map_or(Claim::Dead, Claim::Locked);
+                interleave::point();
+                claim
+            },
             |words, meta, dead| {
                 let meta = if dead { (meta | DEAD) & !LOCK } else { meta };
                 words[META_WORD].store(meta, Ordering::Release);
@@ -287,7 +323,7 @@ impl TableProtocol for SiloTables {
     const INITIAL_META: u64 = INITIAL_META;
 
     fn over(db: Database, _kind: ProtocolKind) -> Self {
-        SiloTables { db }
+        SiloTables { db, faults: SiloFaults::default() }
     }
 
     fn kind(&self) -> ProtocolKind {
@@ -382,25 +418,33 @@ impl SiloTx<'_> {
             if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
                 return Err(Aborted);
             }
+            interleave::point();
         }
         fence(Ordering::SeqCst);
         let epoch = self.silo.epoch();
         let mut tid_max = worker.last_tid;
+        let faults = self.silo.faults;
         for read in &worker.reads {
             let meta = db.table(read.table).record(read.rid)[META_WORD].load(Ordering::Acquire);
-            if meta & !LOCK != read.meta {
+            if meta & !LOCK != read.meta && !faults.skip_read_validation {
                 return Err(Aborted);
             }
-            if meta & LOCK != 0 && worker.writes.find_sorted(read.table, read.key).map(|w| w.rid) != Some(read.rid) {
+            if meta & LOCK != 0
+                && !faults.skip_read_validation
+                && !faults.ignore_foreign_locks
+                && worker.writes.find_sorted(read.table, read.key).map(|w| w.rid) != Some(read.rid)
+            {
                 return Err(Aborted);
             }
             tid_max = tid_max.max(read.meta & TID_MASK);
         }
+        interleave::point();
         for &(table, leaf) in &worker.nodes {
-            if db.table(table).index.version(leaf.leaf) != leaf.version {
+            if db.table(table).index.version(leaf.leaf) != leaf.version && !faults.skip_node_validation {
                 return Err(Aborted);
             }
         }
+        interleave::point();
         for write in &worker.writes.entries {
             tid_max = tid_max.max(write.locked_meta & TID_MASK);
         }
@@ -424,6 +468,7 @@ impl SiloTx<'_> {
             words[META_WORD].store(tid | LATEST, Ordering::Release);
             let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
             worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
+            interleave::point();
         }
         worker.locked = 0;
         worker.last_tid = tid;
