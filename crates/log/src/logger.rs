@@ -218,24 +218,32 @@ struct Shared {
 pub struct WorkerLog {
     worker: usize,
     shared: Arc<Shared>,
+    /// The epoch this worker's slot holds it in (0: idle), as the worker last set it (only
+    /// the worker writes it; atomic so the handle stays `Sync`).
+    entered: AtomicU64,
 }
 
 impl WorkerLog {
     /// Enters the current global epoch and returns it: the epoch to tag the next commit with.
     pub fn enter_epoch(&self) -> u64 {
+        // Already in the current epoch (the common case: epochs last milliseconds, attempts
+        // microseconds): the slot says so, and the logger cannot close it; no lock needed.
+        let entered = self.entered.load(Ordering::Relaxed);
+        if entered != 0 && entered >= self.shared.global_epoch.load() {
+            return entered;
+        }
         // Read the global epoch under the slot lock: the logger stores a new global epoch
         // before it inspects the slots, so it either sees this worker's position or the
         // worker sees the new epoch; it never closes an epoch a worker is about to enter.
         let mut slot = self.shared.slots[self.worker].lock();
         let epoch = self.shared.global_epoch.load();
-        slot.position = match slot.position {
-            WorkerEpoch::In(current) if current > epoch => WorkerEpoch::In(current),
-            _ => WorkerEpoch::In(epoch),
+        let current = match slot.position {
+            WorkerEpoch::In(current) if current > epoch => current,
+            _ => epoch,
         };
-        match slot.position {
-            WorkerEpoch::In(current) => current,
-            WorkerEpoch::Idle => unreachable!("set above"),
-        }
+        slot.position = WorkerEpoch::In(current);
+        self.entered.store(current, Ordering::Relaxed);
+        current
     }
 
     /// Appends a committed transaction's redo record, tagged with the epoch it serialized in.
@@ -273,6 +281,7 @@ impl WorkerLog {
             WorkerEpoch::Idle => panic!("worker {} appended while idle", self.worker),
         }
         slot.position = WorkerEpoch::In(tx_epoch);
+        self.entered.store(tx_epoch, Ordering::Relaxed);
         // One byte buffer per epoch: records of the same epoch are encoded back to back.
         match slot.records.last_mut() {
             Some((epoch, bytes)) if *epoch == tx_epoch => encode(bytes),
@@ -287,6 +296,7 @@ impl WorkerLog {
     /// Declares the worker idle, so it holds no epoch open.
     pub fn idle(&self) {
         self.shared.slots[self.worker].lock().position = WorkerEpoch::Idle;
+        self.entered.store(0, Ordering::Relaxed);
     }
 
     /// Asks that `epoch` become durable even if this worker logged nothing in it (a read-only
@@ -437,7 +447,9 @@ impl Logger {
                 })
                 .collect(),
         });
-        let handles = (0..workers).map(|worker| WorkerLog { worker, shared: Arc::clone(&shared) }).collect();
+        let handles = (0..workers)
+            .map(|worker| WorkerLog { worker, shared: Arc::clone(&shared), entered: AtomicU64::new(0) })
+            .collect();
         let round: Option<Box<dyn Round>> = if config.durability == Durability::Off {
             None
         } else {

@@ -214,6 +214,13 @@ fn durability_flags_are_checked_before_anything_runs() {
         .failure()
         .stderr(contains("\"seed\":1"));
     ordo().args(bench).args(["--wal", &wal, "--keys", "200"]).assert().failure().stderr(contains("differs"));
+    // A history checked from the initial rows cannot start on an existing log.
+    ordo()
+        .args(bench)
+        .args(["--wal", &wal, "--keys", "100", "--verify"])
+        .assert()
+        .failure()
+        .stderr(contains("--verify checks a history from the initial rows"));
 }
 
 #[test]

@@ -199,6 +199,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             }
         }
     }
+    args.threads.durability.check_verify(args.verify, args.runs, planned.len())?;
     Ok(planned)
 }
 

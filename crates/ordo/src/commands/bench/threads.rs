@@ -265,6 +265,7 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
             }
         }
     }
+    t.durability.check_verify(args.verify, args.runs, planned.len())?;
     Ok(planned)
 }
 

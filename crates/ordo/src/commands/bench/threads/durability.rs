@@ -136,6 +136,24 @@ impl DurabilityArgs {
         Ok(())
     }
 
+    /// `--verify` checks a history that starts from the workload's initial rows: refuses it
+    /// on a log directory that already holds a log, or that a sweep's later runs would find
+    /// holding one (their histories read versions earlier runs wrote).
+    pub fn check_verify(&self, verify: bool, runs: usize, configurations: usize) -> Result<()> {
+        let Some(dir) = self.wal.as_ref().filter(|_| verify) else { return Ok(()) };
+        let holds_log = std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.flatten().any(|entry| entry.file_name().to_string_lossy().starts_with("checkpoint-"))
+        });
+        if holds_log || runs > 1 || configurations > 1 {
+            bail!(
+                "--verify checks a history from the initial rows, but with --wal {} a run continues the log's \
+                 database (versions earlier runs wrote are not in its history): give a new directory and one run",
+                dir.display()
+            );
+        }
+        Ok(())
+    }
+
     /// The knobs results record.
     pub fn describe(config: &TablesConfig) -> Vec<(&'static str, serde_json::Value)> {
         let wal = config.wal.as_ref().map_or(serde_json::Value::Null, |path| path.display().to_string().into());
