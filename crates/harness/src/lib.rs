@@ -26,4 +26,4 @@ pub mod progress;
 pub mod result;
 
 pub use metrics::{AbortCause, Recorder, Window};
-pub use result::{Aggregate, LatencySummary, RowRates, RunInfo, RunResult};
+pub use result::{Aggregate, Description, LatencySummary, RowRates, RunInfo, RunResult};

@@ -90,6 +90,18 @@ impl FromStr for Mode {
     }
 }
 
+/// `--mode` on the command line: the names of [`Mode::name`].
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Mode::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ConfigError {
     #[error("invalid {field}: {reason}")]
@@ -106,6 +118,14 @@ pub const CONCURRENCY_MAX: usize = 100_000;
 /// Largest storage or validator batch: a validator batch's dependency graph takes `n^2` bits
 /// and its plan grows faster than linearly.
 pub const BATCH_SIZE_MAX: usize = 10_000;
+/// Most instances of one component (clients, processors, storage partitions, reorder workers).
+/// Every processor keeps a queue per storage partition, so their product must stay small; and
+/// two cores keep a handful of them busy at most.
+pub const COMPONENTS_MAX: usize = 256;
+/// Longest a partial batch may wait for more requests (µs): one second.
+pub const BATCH_WAIT_US_MAX: u64 = 1_000_000;
+/// Largest flush interval (messages a runtime thread handles before flushing its outboxes).
+pub const MESSAGES_PER_FLUSH_MAX: usize = 1 << 20;
 
 /// Component roles, as named in placements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -196,7 +216,7 @@ impl fmt::Display for Placement {
 }
 
 /// Every knob of the pipeline engine.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PipelineConfig {
     pub mode: Mode,
     /// Live transactions in the system (the paper's concurrency level).
@@ -259,7 +279,8 @@ impl PipelineConfig {
         }
     }
 
-    /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`]).
+    /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`],
+    /// [`COMPONENTS_MAX`], [`BATCH_WAIT_US_MAX`], [`MESSAGES_PER_FLUSH_MAX`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = |field: &'static str, value: usize| {
             if value == 0 { Err(ConfigError::Invalid { field, reason: "must be at least 1".into() }) } else { Ok(()) }
@@ -271,23 +292,29 @@ impl PipelineConfig {
         positive("reorder_workers", self.reorder_workers)?;
         positive("storage_batch_size", self.storage_batch_size)?;
         positive("validator_batch_size", self.validator_batch_size)?;
-        for (field, value) in [
-            ("clients", self.clients),
-            ("processors", self.processors),
-            ("storage_workers", self.storage_workers),
-            ("reorder_workers", self.reorder_workers),
-        ] {
-            if value > usize::from(u16::MAX) {
-                return Err(ConfigError::Invalid { field, reason: format!("{value} is more than 65535") });
-            }
-        }
         for (field, value, max) in [
             ("concurrency", self.concurrency, CONCURRENCY_MAX),
+            ("clients", self.clients, COMPONENTS_MAX),
+            ("processors", self.processors, COMPONENTS_MAX),
+            ("storage_workers", self.storage_workers, COMPONENTS_MAX),
+            ("reorder_workers", self.reorder_workers, COMPONENTS_MAX),
             ("storage_batch_size", self.storage_batch_size, BATCH_SIZE_MAX),
             ("validator_batch_size", self.validator_batch_size, BATCH_SIZE_MAX),
+            ("messages_per_flush", self.messages_per_flush, MESSAGES_PER_FLUSH_MAX),
         ] {
             if value > max {
                 return Err(ConfigError::Invalid { field, reason: format!("{value} is more than the limit of {max}") });
+            }
+        }
+        for (field, value) in [
+            ("storage_batch_wait_us_max", self.storage_batch_wait_us_max),
+            ("validator_batch_wait_us_max", self.validator_batch_wait_us_max),
+        ] {
+            if value > BATCH_WAIT_US_MAX {
+                return Err(ConfigError::Invalid {
+                    field,
+                    reason: format!("{value} µs is more than the limit of {BATCH_WAIT_US_MAX}"),
+                });
             }
         }
         if self.clients > self.concurrency {
@@ -331,5 +358,21 @@ mod tests {
         assert!(bad.validate().is_err());
         let bad = PipelineConfig { clients: 400, ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
+        let bad = PipelineConfig { processors: COMPONENTS_MAX + 1, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+        let bad = PipelineConfig { validator_batch_wait_us_max: BATCH_WAIT_US_MAX + 1, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+        let bad = PipelineConfig { messages_per_flush: MESSAGES_PER_FLUSH_MAX + 1, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn command_line_names_are_the_parsers() {
+        use clap::ValueEnum;
+        for mode in Mode::ALL {
+            let name = mode.to_possible_value().unwrap();
+            assert_eq!(name.get_name().parse::<Mode>().unwrap(), mode);
+        }
     }
 }

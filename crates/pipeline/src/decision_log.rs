@@ -68,6 +68,23 @@ pub struct DecisionLogConfig {
     pub manual: bool,
 }
 
+/// Two configurations are the same when they log alike into the same directory, through the
+/// same device (the same `Arc`) if one was given.
+impl PartialEq for DecisionLogConfig {
+    fn eq(&self, other: &Self) -> bool {
+        let same_device = match (&self.device, &other.device) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.dir == other.dir
+            && same_device
+            && self.durability == other.durability
+            && self.epoch_ms == other.epoch_ms
+            && self.manual == other.manual
+    }
+}
+
 /// The validator with its decisions logged before they are released.
 #[derive(Debug)]
 pub struct LoggedValidator {

@@ -42,7 +42,10 @@ pub mod replay;
 pub mod storage;
 pub mod validator;
 
-pub use config::{ConfigError, Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, Placement, Role};
+pub use config::{
+    BATCH_SIZE_MAX, BATCH_WAIT_US_MAX, COMPONENTS_MAX, CONCURRENCY_MAX, ConfigError, MESSAGES_PER_FLUSH_MAX, Mode,
+    PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, Placement, Role,
+};
 pub use driver::simulation::{SimulationConfig, SimulationError, SimulationReport, simulate};
 pub use driver::threaded::{ThreadedReport, ThreadedRun, run_threaded};
 pub use message::{CommitRecord, Ts};

@@ -346,8 +346,12 @@ fn run_cycle<P: TableProtocol>(
                 checkpointer.begin_now(&logger).map_err(|error| (error.to_string(), "checkpoint"))?;
             }
             _ => {
-                let step =
-                    checkpointer.step(protocol.checkpoint_source(), &logger, now_ms, 1 + rng.below(rows_per_step) as usize);
+                let step = checkpointer.step(
+                    protocol.checkpoint_source(),
+                    &logger,
+                    now_ms,
+                    1 + rng.below(rows_per_step) as usize,
+                );
                 if let durable::CheckpointStep::Committed { .. } =
                     step.map_err(|error| (error.to_string(), "checkpoint"))?
                 {

@@ -8,4 +8,5 @@ pub mod fvs_bench;
 pub mod headline;
 pub mod pg;
 pub mod recover;
+pub mod reorder_args;
 pub mod zipf_bench;

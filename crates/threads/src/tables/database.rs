@@ -443,7 +443,7 @@ impl Database {
         from: u64,
         rows_max: usize,
         row: &mut Vec<u64>,
-        read: &mut dyn FnMut(&Table, u64, u64, &mut [u64]) -> Option<u64>,
+        read: &mut RecordReader<'_>,
         sink: &mut dyn FnMut(u64, u64, &[u64]),
     ) -> Option<u64> {
         let table = self.table(table_id);
@@ -471,6 +471,10 @@ impl Database {
         next
     }
 }
+
+/// How [`Database::scan_records`] reads one record: `(table, key, rid, row)` fills `row` and
+/// returns the row's version if the row is present.
+pub type RecordReader<'a> = dyn FnMut(&Table, u64, u64, &mut [u64]) -> Option<u64> + 'a;
 
 /// A single-version record's row and version, read without its lock (see
 /// [`Database::scan_rows`]); `None` if absent or no longer `key`'s.

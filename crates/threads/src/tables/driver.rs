@@ -442,7 +442,14 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
                         std::thread::Builder::new()
                             .name("tables-checkpoint".into())
                             .spawn_scoped(scope, move || {
-                                checkpoint_thread(shared, protocol.checkpoint_source(), logger, &**dir, policy, checkpoint_stop)
+                                checkpoint_thread(
+                                    shared,
+                                    protocol.checkpoint_source(),
+                                    logger,
+                                    &**dir,
+                                    policy,
+                                    checkpoint_stop,
+                                )
                             })
                             .expect("spawning the checkpoint thread"),
                     )

@@ -180,9 +180,8 @@ pub fn open(
     }
     let (database, recovery) = if has_checkpoint {
         let started = Instant::now();
-        let mut loader =
-            RowLoader::new(workload.schema(), options.index, options.layout, options.recovered_meta)
-                .map_err(load_error)?;
+        let mut loader = RowLoader::new(workload.schema(), options.index, options.layout, options.recovered_meta)
+            .map_err(load_error)?;
         let mut failed = None;
         let recovered = ordo_log::recover(&*dir, |row| {
             if failed.is_none()

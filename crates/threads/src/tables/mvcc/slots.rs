@@ -101,7 +101,8 @@ struct Slot {
 /// Every worker's slot.
 #[derive(Debug)]
 pub struct Slots {
-    slots: Box<[CachePadded<Slot>]>,
+    /// One slot per worker.
+    workers: Box<[CachePadded<Slot>]>,
     /// One past the highest slot ever claimed: the collector reads no further.
     used: AtomicUsize,
     /// The snapshot of the reader outside the slots (a checkpoint), or [`NO_SNAPSHOT`].
@@ -140,7 +141,7 @@ impl Drop for ReaderPin<'_> {
 impl Slots {
     /// `count` slots, all idle.
     pub fn new(count: usize) -> Self {
-        let slots = (0..count)
+        let workers = (0..count)
             .map(|_| {
                 CachePadded::new(Slot {
                     state: AtomicU64::new(0),
@@ -152,7 +153,7 @@ impl Slots {
             })
             .collect();
         Slots {
-            slots,
+            workers,
             used: AtomicUsize::new(0),
             reader: CachePadded::new(AtomicU64::new(NO_SNAPSHOT)),
             reader_pinned: AtomicBool::new(false),
@@ -166,8 +167,8 @@ impl Slots {
     /// If the slot is out of range or another live worker holds it (two workers with one
     /// index: a caller bug).
     pub fn claim(&self, index: usize) -> u64 {
-        assert!(index < self.slots.len(), "worker {index} of at most {}", self.slots.len());
-        let slot = &self.slots[index];
+        assert!(index < self.workers.len(), "worker {index} of at most {}", self.workers.len());
+        let slot = &self.workers[index];
         assert!(!slot.claimed.swap(true, Ordering::SeqCst), "worker slot {index} is already in use");
         self.used.fetch_max(index + 1, Ordering::SeqCst);
         slot.state.load(Ordering::SeqCst) >> PHASE_BITS
@@ -175,7 +176,7 @@ impl Slots {
 
     /// Gives slot `index` back: idle, no snapshot.
     pub fn release(&self, index: usize) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         let attempt = slot.state.load(Ordering::SeqCst) >> PHASE_BITS;
         slot.state.store(attempt << PHASE_BITS, Ordering::SeqCst);
         slot.snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
@@ -186,7 +187,7 @@ impl Slots {
     /// slot already shows a snapshot no newer (so a collector either sees the slot or reads the
     /// clock before this attempt's snapshot; see [`Slots::low_water`]).
     pub fn begin(&self, index: usize, attempt: u64, clock: &AtomicU64) -> u64 {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.snapshot.store(clock.load(Ordering::SeqCst), Ordering::SeqCst);
         let snapshot = clock.load(Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Active.code(), Ordering::SeqCst);
@@ -211,24 +212,24 @@ impl Slots {
 
     /// Withdraws slot `index`'s snapshot (the worker runs nothing for a while).
     pub fn rest(&self, index: usize) {
-        self.slots[index].snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
+        self.workers[index].snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
     }
 
     /// Moves `attempt` of slot `index` to `phase`.
     pub fn set_phase(&self, index: usize, attempt: u64, phase: Phase) {
-        self.slots[index].state.store(attempt << PHASE_BITS | phase.code(), Ordering::SeqCst);
+        self.workers[index].state.store(attempt << PHASE_BITS | phase.code(), Ordering::SeqCst);
     }
 
     /// Publishes `attempt`'s commit stamp (phase [`Phase::Stamped`]).
     pub fn stamp(&self, index: usize, attempt: u64, cstamp: u64) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.cstamp.store(cstamp, Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Stamped.code(), Ordering::SeqCst);
     }
 
     /// Publishes `attempt`'s pi (phase [`Phase::Committed`]).
     pub fn decide(&self, index: usize, attempt: u64, sstamp: u64) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.sstamp.store(sstamp, Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Committed.code(), Ordering::SeqCst);
     }
@@ -236,7 +237,7 @@ impl Slots {
     /// A consistent reading of slot `index`.
     #[inline]
     pub fn observe(&self, index: usize) -> Status {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         loop {
             let state = slot.state.load(Ordering::SeqCst);
             let cstamp = slot.cstamp.load(Ordering::SeqCst);
@@ -265,8 +266,8 @@ impl Slots {
     /// published it after the scan, so it read the clock after this read.
     pub fn low_water(&self, clock: &AtomicU64) -> u64 {
         let mut low = clock.load(Ordering::SeqCst).min(self.reader.load(Ordering::SeqCst));
-        let used = self.used.load(Ordering::SeqCst).min(self.slots.len());
-        for slot in &self.slots[..used] {
+        let used = self.used.load(Ordering::SeqCst).min(self.workers.len());
+        for slot in &self.workers[..used] {
             low = low.min(slot.snapshot.load(Ordering::SeqCst));
         }
         low
