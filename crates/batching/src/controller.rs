@@ -38,6 +38,9 @@ pub enum ConfigError {
     /// `reprobe_every_rounds` is 0.
     #[error("reprobe_every_rounds must be at least 1")]
     ReprobeEvery,
+    /// The level-shift ratio is not positive and finite.
+    #[error("level_shift_ratio must be positive and finite, got {0}")]
+    LevelShift(f64),
     /// The abort-ratio guard is not in `(0, 1]`.
     #[error("abort_ratio_max must be in (0, 1], got {0}")]
     AbortRatio(f64),
@@ -69,6 +72,11 @@ pub struct ControllerConfig {
     pub windows_per_side: u32,
     /// Rounds between two re-probes.
     pub reprobe_every_rounds: u32,
+    /// A round whose goodput (both sides together) differs from this knob's previous round by
+    /// more than this ratio (either way) restarts the search with `step_ratio_initial`: the
+    /// workload changed (a change of skew moves the peak as it moves the level). `None` = only
+    /// the periodic re-probe.
+    pub level_shift_ratio: Option<f64>,
     /// Abort ratio (aborts / attempts) of a window above which the centre steps down at once;
     /// `None` = off.
     pub abort_ratio_max: Option<f64>,
@@ -91,6 +99,7 @@ impl Default for ControllerConfig {
             tolerance_ratio: 0.03,
             windows_per_side: 3,
             reprobe_every_rounds: 8,
+            level_shift_ratio: Some(0.5),
             abort_ratio_max: None,
             latency_us_max: None,
             history_len_max: 256,
@@ -130,6 +139,11 @@ impl ControllerConfig {
         }
         if self.reprobe_every_rounds == 0 {
             return Err(ConfigError::ReprobeEvery);
+        }
+        if let Some(ratio) = self.level_shift_ratio
+            && !(ratio > 0.0 && ratio.is_finite())
+        {
+            return Err(ConfigError::LevelShift(ratio));
         }
         if let Some(ratio) = self.abort_ratio_max
             && !(ratio > 0.0 && ratio <= 1.0)
@@ -194,6 +208,8 @@ pub struct AdaptiveBatchSize {
     step_ratio: f64,
     /// Direction of the last move, if the last round moved.
     last_move: Option<Side>,
+    /// Goodput of the last round, both sides together.
+    level: Option<f64>,
     /// Goodput per window of the current round, by side.
     up_goodputs: Vec<f64>,
     down_goodputs: Vec<f64>,
@@ -219,6 +235,7 @@ impl AdaptiveBatchSize {
             centre: f64::from(config.batch_size_initial),
             step_ratio: config.step_ratio_initial,
             last_move: None,
+            level: None,
             up_goodputs: Vec::with_capacity(windows),
             down_goodputs: Vec::with_capacity(windows),
             round_windows: 0,
@@ -241,11 +258,19 @@ impl AdaptiveBatchSize {
         if self.held {
             return self.centre_size();
         }
-        let side = Self::side_of(self.round_windows);
-        self.size_at(match side {
-            Side::Up => self.centre * self.step_ratio,
-            Side::Down => self.centre / self.step_ratio,
-        })
+        self.side_size(Self::side_of(self.round_windows))
+    }
+
+    /// The size of a side: `centre * step` or `centre / step`, rounded, and at least one away
+    /// from the rounded centre (at small sizes a small step would otherwise round both sides
+    /// to the same size, and the round could tell them apart only by noise), within bounds.
+    fn side_size(&self, side: Side) -> u32 {
+        let centre = self.centre_size();
+        let (min, max) = (self.config.batch_size_min, self.config.batch_size_max);
+        match side {
+            Side::Up => self.size_at(self.centre * self.step_ratio).max(centre.saturating_add(1)).min(max),
+            Side::Down => self.size_at(self.centre / self.step_ratio).min(centre.saturating_sub(1)).max(min),
+        }
     }
 
     /// The centre of the search, rounded: the size the controller currently believes best.
@@ -359,14 +384,14 @@ impl AdaptiveBatchSize {
         let (size_min, size_max) = (f64::from(self.config.batch_size_min), f64::from(self.config.batch_size_max));
         let (decision, clamped) = match winner {
             Some(Side::Up) => {
-                let side = self.centre * self.step_ratio;
+                let side = (self.centre * self.step_ratio).max(f64::from(self.side_size(Side::Up)));
                 self.centre = side.min(size_max);
-                (Decision::Larger, side > size_max)
+                (Decision::Larger, side >= size_max)
             }
             Some(Side::Down) => {
-                let side = self.centre / self.step_ratio;
+                let side = (self.centre / self.step_ratio).min(f64::from(self.side_size(Side::Down)));
                 self.centre = side.max(size_min);
-                (Decision::Smaller, side < size_min)
+                (Decision::Smaller, side <= size_min)
             }
             None => (Decision::Plateau, false),
         };
@@ -380,8 +405,19 @@ impl AdaptiveBatchSize {
             _ => self.step_ratio = self.step_ratio.sqrt().max(min),
         }
         self.last_move = winner;
+        let level = f64::midpoint(up, down);
+        let shifted = match (self.level, self.config.level_shift_ratio) {
+            (Some(previous), Some(ratio)) => level > previous * (1.0 + ratio) || level * (1.0 + ratio) < previous,
+            _ => false,
+        };
+        self.level = Some(level);
         self.rounds_since_reprobe += 1;
-        if self.rounds_since_reprobe >= self.config.reprobe_every_rounds {
+        if shifted {
+            // The workload changed: search again as from the start.
+            self.rounds_since_reprobe = 0;
+            self.step_ratio = self.step_ratio.max(self.config.step_ratio_initial);
+            self.last_move = None;
+        } else if self.rounds_since_reprobe >= self.config.reprobe_every_rounds {
             self.rounds_since_reprobe = 0;
             self.step_ratio = self.step_ratio.max(self.config.step_ratio_reprobe);
         }

@@ -33,8 +33,12 @@
 //!   rounds; a reversal or a tie takes its square root (down to `step_ratio_min`), so the
 //!   search settles into a narrow band around the peak.
 //! * Re-probing: every `reprobe_every_rounds` rounds the step goes back up to
-//!   `step_ratio_reprobe`, so a moved peak (a change of skew) is noticed even after the step
-//!   has shrunk to its floor.
+//!   `step_ratio_reprobe`, so a moved peak is found even after the step has shrunk to its
+//!   floor; and when a round's goodput differs from the knob's previous round by more than
+//!   `level_shift_ratio` (the workload changed: a change of skew moves the level as it moves
+//!   the peak), the search restarts at once with `step_ratio_initial`.
+//! * The two sides are always at least one apart (rounded), so at small sizes a small step
+//!   still compares two different sizes.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds
 //!   `latency_us_max` moves the centre down at once, whatever goodput says (both off by default:
 //!   aborted work already lowers goodput, and under optimistic concurrency control at high skew

@@ -9,7 +9,12 @@ const WINDOW_US: u64 = 100_000;
 
 /// One window per side, no re-probing: every round is two windows.
 fn quick_config() -> ControllerConfig {
-    ControllerConfig { windows_per_side: 1, reprobe_every_rounds: 1000, ..ControllerConfig::default() }
+    ControllerConfig {
+        windows_per_side: 1,
+        reprobe_every_rounds: 1000,
+        level_shift_ratio: None,
+        ..ControllerConfig::default()
+    }
 }
 
 /// Feeds one window of `goodput_per_s` ending `WINDOW_US` after `t_us`.
@@ -55,6 +60,8 @@ fn default_config_is_valid_and_bad_fields_are_refused() {
     assert_eq!(bad.validate(), Err(ConfigError::WindowsPerSide(0)));
     let bad = ControllerConfig { reprobe_every_rounds: 0, ..ControllerConfig::default() };
     assert_eq!(bad.validate(), Err(ConfigError::ReprobeEvery));
+    let bad = ControllerConfig { level_shift_ratio: Some(f64::NAN), ..ControllerConfig::default() };
+    assert!(matches!(bad.validate(), Err(ConfigError::LevelShift(_))));
     let bad = ControllerConfig { abort_ratio_max: Some(0.0), ..ControllerConfig::default() };
     assert_eq!(bad.validate(), Err(ConfigError::AbortRatio(0.0)));
     let bad = ControllerConfig { history_len_max: 1, ..ControllerConfig::default() };
@@ -125,6 +132,43 @@ fn re_probing_restores_the_step_after_its_rounds() {
     assert!(controller.step_ratio() < 1.25);
     round(&mut controller, &mut t_us, 1000, 1000);
     assert!((controller.step_ratio() - 1.25).abs() < 1e-9);
+}
+
+#[test]
+fn a_shift_of_the_goodput_level_re_probes_at_once() {
+    let config = ControllerConfig { level_shift_ratio: Some(0.5), ..quick_config() };
+    let (mut controller, mut t_us) = opened(config);
+    for _ in 0..10 {
+        round(&mut controller, &mut t_us, 1000, 1000);
+    }
+    assert!((controller.step_ratio() - 1.05).abs() < 1e-9);
+    // A 30% drop is within the ratio: no re-probe.
+    round(&mut controller, &mut t_us, 700, 700);
+    assert!((controller.step_ratio() - 1.05).abs() < 1e-9);
+    // Then a fall to a fifth: the workload changed, and the search restarts with its first step.
+    round(&mut controller, &mut t_us, 140, 140);
+    assert!((controller.step_ratio() - 1.5).abs() < 1e-9);
+    // A rise back is a change too.
+    for _ in 0..10 {
+        round(&mut controller, &mut t_us, 140, 140);
+    }
+    round(&mut controller, &mut t_us, 1000, 1000);
+    assert!((controller.step_ratio() - 1.5).abs() < 1e-9);
+}
+
+#[test]
+fn at_small_sizes_the_two_sides_are_still_different_sizes() {
+    let config = ControllerConfig { batch_size_min: 1, batch_size_initial: 4, ..quick_config() };
+    let (mut controller, mut t_us) = opened(config);
+    for _ in 0..10 {
+        round(&mut controller, &mut t_us, 1000, 1000);
+    }
+    assert_eq!(controller.centre_size(), 4);
+    assert_eq!(controller.batch_size(), 5, "4 * 1.05 rounds to 4; the up side is one more");
+    feed(&mut controller, &mut t_us, 1000, 0);
+    assert_eq!(controller.batch_size(), 3, "and the down side one less");
+    assert_eq!(feed(&mut controller, &mut t_us, 2000, 0), Decision::Smaller);
+    assert_eq!(controller.centre_size(), 3, "the smaller side, measured at 3, is the new centre");
 }
 
 #[test]

@@ -38,10 +38,15 @@ fn json_and_csv_follow_the_contract() {
     }
     assert_eq!(records[1]["mode"], "srvc");
     assert!(records[1]["batches"]["count"].as_u64().unwrap() > 0, "srvc plans batches");
-    // Each mode runs at its own default flush interval, and says which (base's follows the
-    // concurrency: 64 at 100 live transactions).
-    assert_eq!(records[0]["config"]["messages_per_flush"], 64);
-    assert_eq!(records[1]["config"]["messages_per_flush"], 256);
+    // Every batching point is auto by default, and the result records what the controller
+    // chose over time; each mode's flush interval starts at its own measured best (base's
+    // follows the concurrency: 64 at 100 live transactions).
+    assert_eq!(records[0]["config"]["messages_per_flush"], "auto");
+    assert_eq!(records[1]["config"]["batch_size"], "auto");
+    assert_eq!(records[0]["batch_sizes"][0]["flush"], 64);
+    assert_eq!(records[1]["batch_sizes"][0]["flush"], 256);
+    assert_eq!(records[1]["batch_sizes"][0]["validator"], 40);
+    assert!(records[0]["batch_sizes"][0].get("validator").is_none(), "base has no validator batch");
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 3);
     assert!(text.starts_with("engine,workload,mode,theta"));
@@ -83,7 +88,7 @@ fn bad_configuration_fails_before_running() {
     let cases: [(&[&str], &str); 11] = [
         (&["--theta", "1.5"], "--theta"),
         (&["--mode", "fast"], "unknown mode"),
-        (&["--batch-size", "0"], "validator_batch_size"),
+        (&["--batch-size", "20000"], "validator_batch_size"),
         (&["--keys", "5"], "keys"),
         (&["--workload", "tpch"], "unknown workload"),
         (&["--engine", "quantum"], "unknown engine"),
@@ -97,6 +102,11 @@ fn bad_configuration_fails_before_running() {
         ordo().arg("bench").args(args).args(SHORT).assert().code(1).stderr(contains(expected));
     }
     ordo().args(["bench", "--concurrency", "lots"]).assert().code(2);
+    ordo()
+        .args(["bench", "--batch-size", "0"])
+        .assert()
+        .code(2)
+        .stderr(contains("expected `auto` or a whole number from 1 to 100000"));
     ordo().args(["bench", "--duration", "0"]).assert().code(1).stderr(contains("--duration"));
 }
 

@@ -8,7 +8,10 @@ use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
 use ordo_pipeline::replay::check_serial_replay;
-use ordo_pipeline::{Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, run_threaded};
+use ordo_pipeline::{
+    BatchSize, CONCURRENCY_DEFAULT, Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, Tuning,
+    run_threaded,
+};
 use ordo_reorder::{FvsConfig, Policy, SEARCH_NODE_BUDGET_DEFAULT};
 
 use super::{BenchArgs, Options, Planned, RateMeter};
@@ -17,14 +20,15 @@ use super::{BenchArgs, Options, Planned, RateMeter};
 #[command(next_help_heading = "Pipeline engine")]
 pub struct PipelineArgs {
     /// Live transactions in the system; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "300")]
+    #[arg(long, value_delimiter = ',', default_values_t = [CONCURRENCY_DEFAULT])]
     pub concurrency: Vec<usize>,
-    /// Transactions per validator batch; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "40")]
-    pub batch_size: Vec<usize>,
-    /// Requests per storage batch; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "40")]
-    pub storage_batch_size: Vec<usize>,
+    /// Transactions per validator batch: auto (chosen while the engine runs) or a number; a
+    /// list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub batch_size: Vec<BatchSize>,
+    /// Requests per storage batch: auto or a number; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub storage_batch_size: Vec<BatchSize>,
     /// A partial validator batch waits this long for more requests (µs); 0 closes it as soon
     /// as no more requests are queued.
     #[arg(long, default_value_t = 0)]
@@ -63,11 +67,12 @@ pub struct PipelineArgs {
     /// sweep placements (`--placement split --placement single`).
     #[arg(long, action = clap::ArgAction::Append, default_value = PLACEMENT_DEFAULT)]
     pub placement: Vec<String>,
-    /// Messages a runtime thread handles before flushing to the other threads (0: the mode's
-    /// default: 256 for the batching modes; for base the largest power of two up to the
-    /// concurrency, 64 at 100 and 256 at 300); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub flush_messages: Vec<usize>,
+    /// Messages a runtime thread handles before flushing to the other threads: auto (chosen
+    /// while the engine runs, starting from the mode's measured best: 256 for the batching
+    /// modes; for base the largest power of two up to the concurrency, 64 at 100 and 256 at
+    /// 300) or a number; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub flush_messages: Vec<BatchSize>,
 }
 
 /// Builds one planned run per distinct configuration of the sweep.
@@ -125,6 +130,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     reorder: *reorder,
                                     placement: placement.clone(),
                                     messages_per_flush,
+                                    tuning: Tuning::default(),
                                 };
                                 config.validate()?;
                                 // Knobs a mode ignores do not make a new configuration.
@@ -135,7 +141,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     mode.validator_batching().then_some(batch_size),
                                     mode.storage_batching().then_some(storage_batch_size),
                                     mode.validator_reordering().then(|| (algorithm.clone(), *policy, reorder_workers)),
-                                    config.effective_messages_per_flush(),
+                                    (config.placement.threads.len() > 1).then_some(messages_per_flush),
                                     placement.to_string(),
                                 );
                                 if seen.contains(&key) {
@@ -188,7 +194,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                                     label.push(("placement".into(), placement.to_string()));
                                 }
                                 if varies(p.flush_messages.len()) {
-                                    label.push(("flush".into(), config.effective_messages_per_flush().to_string()));
+                                    label.push(("flush".into(), messages_per_flush.to_string()));
                                 }
                                 planned.push(planned_run(args, theta, config, label));
                             }
@@ -211,14 +217,15 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
     knobs.insert("processors".into(), config.processors.into());
     knobs.insert("storage_workers".into(), config.storage_workers.into());
     knobs.insert("reorder_workers".into(), config.reorder_workers.into());
-    knobs.insert("batch_size".into(), config.validator_batch_size.into());
-    knobs.insert("storage_batch_size".into(), config.storage_batch_size.into());
+    let size = |size: BatchSize| serde_json::to_value(size).expect("a batch size serializes");
+    knobs.insert("batch_size".into(), size(config.validator_batch_size));
+    knobs.insert("storage_batch_size".into(), size(config.storage_batch_size));
     knobs.insert("batch_wait_us".into(), config.validator_batch_wait_us_max.into());
     knobs.insert("storage_batch_wait_us".into(), config.storage_batch_wait_us_max.into());
     knobs.insert("algorithm".into(), config.reorder.label().into());
     knobs.insert("policy".into(), config.reorder.policy.name().into());
     knobs.insert("placement".into(), config.placement.to_string().into());
-    knobs.insert("messages_per_flush".into(), config.effective_messages_per_flush().into());
+    knobs.insert("messages_per_flush".into(), size(config.messages_per_flush));
 
     knobs.insert("threads".into(), config.placement.threads.len().into());
     let info = args.run_info("pipeline", args.workload.name(), config.mode.name().into(), theta, knobs);
@@ -262,7 +269,10 @@ fn planned_run(args: &BenchArgs, theta: f64, config: PipelineConfig, label: Vec<
             }
             let mut info = info.clone();
             info.seed = seed;
-            Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+            let mut result =
+                RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names());
+            result.batch_sizes = report.batch_sizes;
+            Ok(result)
         }),
     }
 }
