@@ -10,12 +10,10 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use ordo_harness::RunResult;
-use ordo_pgtier::run::{
-    BATCH_WAIT_US_DEFAULT, DEADLOCK_TIMEOUT_MS_DEFAULT, GROUP_MAX_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT,
-};
+use ordo_pgtier::run::{BATCH_WAIT_US_DEFAULT, DEADLOCK_TIMEOUT_MS_DEFAULT, RECONNECT_TIMEOUT_MS_DEFAULT};
 use ordo_pgtier::{
-    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Placement, Procedures, RunSpec, SessionConfig,
-    TierConfig, run_blocking,
+    BatchSize, Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Placement, Procedures, RunSpec,
+    SessionConfig, TierConfig, run_blocking,
 };
 use ordo_reorder::{FvsConfig, Policy};
 
@@ -37,9 +35,10 @@ pub struct PgBenchArgs {
     /// serializable or repeatable-read.
     #[arg(long, default_value = "serializable")]
     pub isolation: String,
-    /// Transactions per middle-tier batch (batch, reorder); a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "50")]
-    pub pg_batch: Vec<usize>,
+    /// Transactions per middle-tier batch (batch, reorder): auto (chosen while the tier runs,
+    /// starting at 50) or a number; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub pg_batch: Vec<BatchSize>,
     /// Requests in flight per connection in batch and reorder modes (1: no pipelining); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "8")]
     pub pipeline_depth: Vec<usize>,
@@ -56,7 +55,8 @@ pub struct PgBenchArgs {
     /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long (µs).
     #[arg(long, default_value_t = BATCH_WAIT_US_DEFAULT)]
     pub pg_batch_wait_us: u64,
-    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size); a list sweeps.
+    /// Rolling dispatch: closed-loop clients in the tier (0: twice the batch size; with an auto
+    /// batch size, twice where it starts); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub pg_clients: Vec<usize>,
     /// Rolling dispatch in reorder mode: on (send a planned queue to the connection already
@@ -74,10 +74,11 @@ pub struct PgBenchArgs {
     /// the two as measured); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_placement: Vec<String>,
-    /// batch and reorder: transactions per server transaction (1: off, each its own; default
-    /// 16; nobatch refuses more than 1); a list sweeps.
-    #[arg(long, value_delimiter = ',')]
-    pub pg_group: Option<Vec<usize>>,
+    /// batch and reorder: transactions per server transaction: auto (chosen while the tier
+    /// runs, starting at 16; always 1 for nobatch and statements) or a number (1: off, each its
+    /// own; nobatch refuses more than 1); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub pg_group: Vec<BatchSize>,
     /// How a group is sent: function (one call of sb_group with arrays) or pipelined (BEGIN,
     /// one call per transaction, COMMIT); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "function")]
@@ -161,24 +162,13 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         .iter()
         .map(|s| s.parse::<GroupRetry>().map_err(|e| anyhow::anyhow!("--pg-group-retry {e}")))
         .collect::<Result<_>>()?;
-    let groups: Vec<Option<usize>> = match &p.pg_group {
-        None => vec![None],
-        Some(groups) => {
-            if groups.iter().any(|&g| g > 1) && modes.contains(&Mode::NoBatch) {
-                bail!(
-                    "--pg-group groups transactions into one server transaction in batch and reorder modes; nobatch \
-                     runs one transaction at a time by definition (drop nobatch from --mode, or --pg-group)"
-                );
-            }
-            groups.iter().map(|&g| Some(g)).collect()
-        }
-    };
-    for (flag, values) in [
-        ("--connections", &p.connections),
-        ("--pg-batch", &p.pg_batch),
-        ("--pipeline-depth", &p.pipeline_depth),
-        ("--pg-group", p.pg_group.as_ref().unwrap_or(&Vec::new())),
-    ] {
+    if modes.contains(&Mode::NoBatch) && p.pg_group.iter().any(|g| g.get().is_some_and(|g| g > 1)) {
+        bail!(
+            "--pg-group groups transactions into one server transaction in batch and reorder modes; nobatch runs one \
+             transaction at a time by definition (drop nobatch from --mode, or --pg-group)"
+        );
+    }
+    for (flag, values) in [("--connections", &p.connections), ("--pipeline-depth", &p.pipeline_depth)] {
         if values.contains(&0) {
             bail!("{flag} must be at least 1");
         }
@@ -223,23 +213,25 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
     let mut configs = vec![base];
     expand(&mut configs, &modes, |c, &mode| c.mode = mode);
     expand(&mut configs, &p.connections, |c, &n| c.connections = n);
-    expand(&mut configs, &p.pg_batch, |c, &n| c.batch_size = n);
+    expand(&mut configs, &p.pg_batch, |c, &size| c.batch_size = size);
     expand(&mut configs, &p.pipeline_depth, |c, &n| c.pipeline_depth = n);
     expand(&mut configs, &procedures, |c, &procedures| c.procedures = procedures);
     expand(&mut configs, &dispatches, |c, &dispatch| c.dispatch = dispatch);
     expand(&mut configs, &p.pg_clients, |c, &n| c.clients = n);
     expand(&mut configs, &affinities, |c, &affinity| c.affinity = affinity);
     expand(&mut configs, &p.pg_affinity_backlog, |c, &n| c.affinity_backlog_max = n);
-    expand(&mut configs, &groups, |c, &group| {
+    expand(&mut configs, &p.pg_group, |c, &group| {
+        // Nothing can be grouped in nobatch or with statements: a group size there means 1.
         let grouping = c.mode != Mode::NoBatch && c.procedures == Procedures::Functions;
-        c.group_max = group.unwrap_or(if grouping { GROUP_MAX_DEFAULT } else { 1 });
+        c.group_max = if grouping { group } else { BatchSize::fixed(1).expect("1 is a size") };
     });
     expand(&mut configs, &group_forms, |c, &form| c.group_form = form);
     expand(&mut configs, &group_retries, |c, &retry| c.group_retry = retry);
     expand(&mut configs, &placements, |c, &placement| {
         // Without grouping, components pins each hot component's transactions to one
         // connection, one commit flush each, and the paper's placement is faster (BENCHMARKS.md).
-        let grouped = c.effective_group_max() > 1;
+        // An auto group size starts at 16, so it groups.
+        let grouped = c.group_max.is_auto() || c.effective_group_max() > 1;
         c.placement = placement.unwrap_or(if grouped { Placement::Components } else { Placement::ThreadAware });
     });
 
@@ -254,6 +246,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             let batches = mode != Mode::NoBatch;
             let rolling_reorder = mode == Mode::Reorder && config.dispatch == Dispatch::Rolling;
             let group = config.effective_group_max();
+            let group_setting = if config.group_max.is_auto() { BatchSize::Auto } else { group_size(group) };
             let key = (
                 mode,
                 config.connections,
@@ -265,7 +258,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 rolling_reorder.then_some(config.affinity),
                 (rolling_reorder && config.affinity).then_some(config.affinity_backlog_max),
                 (mode == Mode::Reorder).then_some(config.placement),
-                group,
+                group_setting,
                 (group > 1).then_some((config.group_form, config.group_retry)),
             );
             if seen.contains(&key) {
@@ -309,7 +302,7 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
                 let reorder = mode == Mode::Reorder;
                 label.push(("placement".into(), if reorder { config.placement.name().into() } else { dash() }));
             }
-            label.push(("group".into(), group.to_string()));
+            label.push(("group".into(), group_setting.to_string()));
             if group_forms.len() > 1 {
                 label.push(("form".into(), if group > 1 { config.group_form.name().into() } else { dash() }));
             }
@@ -319,7 +312,8 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
             runs.push((config.clone(), label));
         }
         // The group column only when it differs between the configurations.
-        let groups_vary = runs.iter().any(|(c, _)| c.effective_group_max() != runs[0].0.effective_group_max());
+        let group_of = |c: &TierConfig| (c.group_max.is_auto(), c.effective_group_max());
+        let groups_vary = runs.iter().any(|(c, _)| group_of(c) != group_of(&runs[0].0));
         for (config, mut label) in runs {
             if !groups_vary {
                 label.retain(|(column, _)| column != "group");
@@ -328,6 +322,11 @@ pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
         }
     }
     Ok(planned)
+}
+
+/// A fixed group size (at least 1).
+fn group_size(group: usize) -> BatchSize {
+    BatchSize::fixed(u32::try_from(group).unwrap_or(u32::MAX)).unwrap_or(BatchSize::Auto)
 }
 
 /// Replaces every configuration by one copy per value, set by `set`.
@@ -361,7 +360,8 @@ fn planned_run(
         knobs.insert(name.into(), value);
     }
     knobs.insert("connections".into(), config.connections.into());
-    knobs.insert("batch_size".into(), config.batch_size.into());
+    let size = |size: BatchSize| serde_json::to_value(size).expect("a batch size serializes");
+    knobs.insert("batch_size".into(), size(config.batch_size));
     knobs.insert("pipeline_depth".into(), config.effective_pipeline_depth().into());
     knobs.insert("procedures".into(), config.procedures.name().into());
     knobs.insert("isolation".into(), config.session.isolation.name().into());
@@ -382,7 +382,8 @@ fn planned_run(
         knobs.insert("placement".into(), config.placement.name().into());
     }
     let group = config.effective_group_max();
-    knobs.insert("group".into(), group.into());
+    let grouping = config.mode != Mode::NoBatch && config.procedures == Procedures::Functions;
+    knobs.insert("group".into(), if grouping { size(config.group_max) } else { 1.into() });
     if group > 1 {
         knobs.insert("group_form".into(), config.group_form.name().into());
         knobs.insert("group_retry".into(), config.group_retry.name().into());
@@ -418,7 +419,7 @@ fn planned_run(
                      groups sent {} (mean {:.1} transactions); in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
                     config.mode.name(),
                     config.connections,
-                    config.effective_group_max(),
+                    if config.group_max.is_auto() { "auto".to_owned() } else { config.effective_group_max().to_string() },
                     rate(ordo_harness::AbortCause::Serialization),
                     rate(ordo_harness::AbortCause::Deadlock),
                     rate(ordo_harness::AbortCause::Reorder),
@@ -440,7 +441,10 @@ fn planned_run(
             for (name, value) in &report.settings {
                 info.config.insert(name.clone(), value.clone().into());
             }
-            Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+            let mut result =
+                RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names());
+            result.batch_sizes = report.batch_sizes;
+            Ok(result)
         }),
     }
 }
