@@ -86,7 +86,7 @@ impl TierTuner {
     pub fn new(config: &TierConfig) -> Result<Option<Self>> {
         let tuner = Tuner::new(&config.knobs(), config.tuning.history_len_max)
             .map_err(|e| PgError::invalid("tuning", e.to_string()))?;
-        Ok(tuner.adapts().then(|| TierTuner {
+        Ok(tuner.adapts().then_some(TierTuner {
             tuner,
             window_us: config.tuning.window_us,
             window_commits_min: config.tuning.window_commits_min,
