@@ -373,9 +373,17 @@ impl AdaptiveBatchSize {
         let up = median(&mut self.up_goodputs);
         let down = median(&mut self.down_goodputs);
         let tolerance = self.config.tolerance_ratio;
+        let centre = self.centre_size();
         let winner = if up > down * (1.0 + tolerance) {
             Some(Side::Up)
         } else if down > up * (1.0 + tolerance) {
+            Some(Side::Down)
+        } else if centre == self.config.batch_size_min && centre < self.config.batch_size_max {
+            // A tie at a bound: the side at the bound is the centre itself, so the round only
+            // learned that the inward side is no worse. Moving inward costs at most the
+            // tolerance, while staying would leave a plateau that starts at the bound unexplored.
+            Some(Side::Up)
+        } else if centre == self.config.batch_size_max && centre > self.config.batch_size_min {
             Some(Side::Down)
         } else {
             None

@@ -26,7 +26,9 @@
 //!   up, down, down, up, up, down, … and scores each side by the median goodput (commits per
 //!   second) of its windows, so one noisy window cannot steer it.
 //! * The better side by more than `tolerance_ratio` becomes the new centre; within the
-//!   tolerance the centre stays (the peak lies between the two sides).
+//!   tolerance the centre stays (the peak lies between the two sides), except at a bound, where
+//!   the side at the bound is the centre itself: there a tie moves the centre inward (at most a
+//!   tolerance's loss), so a plateau that starts at a bound does not hold the search there.
 //! * Steps are multiplicative (batch sizes that matter span 10 to several hundred, so the
 //!   search is on a log scale), and adapt as in Rprop: a move in the same direction as the
 //!   last one squares the step (up to `step_ratio_max`), so a far peak is reached in a few

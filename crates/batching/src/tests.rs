@@ -123,6 +123,23 @@ fn equal_sides_within_tolerance_keep_the_centre_and_damp_the_step_to_its_floor()
 }
 
 #[test]
+fn a_tie_at_a_bound_moves_the_centre_inward() {
+    let config = ControllerConfig { batch_size_min: 40, ..quick_config() };
+    let (mut controller, mut t_us) = opened(config);
+    assert_eq!(controller.batch_size(), 60);
+    round(&mut controller, &mut t_us, 1000, 1000);
+    assert_eq!(controller.centre_size(), 60, "the inward side, no worse, is the new centre");
+    // Off the bound a tie keeps the centre.
+    assert_eq!(round(&mut controller, &mut t_us, 1000, 1000), Decision::Plateau);
+    assert_eq!(controller.centre_size(), 60);
+    // At the upper bound too.
+    let config = ControllerConfig { batch_size_initial: 150, ..quick_config() };
+    let (mut controller, mut t_us) = opened(config);
+    assert_eq!(round(&mut controller, &mut t_us, 1000, 1000), Decision::Smaller);
+    assert_eq!(controller.centre_size(), 100);
+}
+
+#[test]
 fn re_probing_restores_the_step_after_its_rounds() {
     let config = ControllerConfig { reprobe_every_rounds: 5, ..quick_config() };
     let (mut controller, mut t_us) = opened(config);
