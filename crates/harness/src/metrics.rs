@@ -24,16 +24,20 @@ pub enum AbortCause {
     Conflict,
     /// Wait-die: an older transaction held the lock.
     Die,
-    /// PostgreSQL: SQLSTATE 40001 (serialization failure).
+    /// PostgreSQL: SQLSTATE 40001 (serialization failure); `ssi`: the Serial Safety Net's
+    /// exclusion window was violated (the commit could close a dependency cycle).
     Serialization,
     /// PostgreSQL: SQLSTATE 40P01 (deadlock detected).
     Deadlock,
     /// PostgreSQL: the connection was lost and the transaction did not commit.
     ConnectionLost,
+    /// Multi-version protocols: the version the snapshot needed was cut off (its record kept
+    /// more versions than allowed), so the attempt read nothing wrong and stopped.
+    SnapshotTooOld,
 }
 
 impl AbortCause {
-    pub const ALL: [AbortCause; 8] = [
+    pub const ALL: [AbortCause; 9] = [
         AbortCause::PreValidation,
         AbortCause::Reorder,
         AbortCause::FinalValidation,
@@ -42,6 +46,7 @@ impl AbortCause {
         AbortCause::Serialization,
         AbortCause::Deadlock,
         AbortCause::ConnectionLost,
+        AbortCause::SnapshotTooOld,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +60,7 @@ impl AbortCause {
             AbortCause::Serialization => "serialization",
             AbortCause::Deadlock => "deadlock",
             AbortCause::ConnectionLost => "connection_lost",
+            AbortCause::SnapshotTooOld => "snapshot_too_old",
         }
     }
 
@@ -104,6 +110,10 @@ pub struct Recorder {
     reorder_ns: Histogram<u64>,
     /// Commits per procedure (index = procedure number).
     commits_by_procedure: Vec<u64>,
+    /// Rows committed transactions read by point reads and returned by scans (engines that
+    /// count them).
+    point_reads: u64,
+    scan_rows: u64,
 }
 
 impl Recorder {
@@ -120,6 +130,8 @@ impl Recorder {
             batch_aborted: 0,
             reorder_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"),
             commits_by_procedure: Vec::new(),
+            point_reads: 0,
+            scan_rows: 0,
         }
     }
 
@@ -142,6 +154,16 @@ impl Recorder {
             self.commits_by_procedure.resize(procedure + 1, 0);
         }
         self.commits_by_procedure[procedure] += 1;
+    }
+
+    /// A transaction that committed at `now_us` read `point_reads` rows by point reads and was
+    /// returned `scan_rows` rows by its scans.
+    #[inline]
+    pub fn rows(&mut self, now_us: u64, point_reads: u64, scan_rows: u64) {
+        if self.window.contains(now_us) {
+            self.point_reads += point_reads;
+            self.scan_rows += scan_rows;
+        }
     }
 
     /// An attempt was aborted by concurrency control (it will be retried).
@@ -190,6 +212,14 @@ impl Recorder {
         for (mine, theirs) in self.commits_by_procedure.iter_mut().zip(&other.commits_by_procedure) {
             *mine += theirs;
         }
+        self.point_reads += other.point_reads;
+        self.scan_rows += other.scan_rows;
+    }
+
+    /// Rows read by point reads and returned by scans of committed transactions (0, 0 for
+    /// engines that do not count them).
+    pub fn rows_read(&self) -> (u64, u64) {
+        (self.point_reads, self.scan_rows)
     }
 
     pub fn commits(&self) -> u64 {

@@ -68,6 +68,15 @@ pub struct BatchSizeSample {
     pub group: Option<u32>,
 }
 
+/// Rows per second that committed transactions read, by how they read them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowRates {
+    /// Rows read by point reads (present keys).
+    pub point_reads: f64,
+    /// Rows returned by range scans.
+    pub scan_rows: f64,
+}
+
 /// One statistic (standard deviation or median) of the main measurements over repeated runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
@@ -98,6 +107,10 @@ pub struct RunResult {
     /// Concurrency-control aborts per procedure name (engines that count them).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub aborts_by_procedure: BTreeMap<String, f64>,
+    /// Rows per second committed transactions read (engines that count them: the engine over
+    /// tables).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rows_per_s: Option<RowRates>,
     /// TPC-C's throughput metric: NewOrder commits per minute (TPC-C runs only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub tpmc: Option<f64>,
@@ -170,6 +183,14 @@ impl RunResult {
             batches: batch_summary,
             commits_by_procedure,
             aborts_by_procedure: BTreeMap::new(),
+            rows_per_s: match recorder.rows_read() {
+                (0, 0) => None,
+                _ if measured_s <= 0.0 => None,
+                (point_reads, scan_rows) => Some(RowRates {
+                    point_reads: point_reads as f64 / measured_s,
+                    scan_rows: scan_rows as f64 / measured_s,
+                }),
+            },
             tpmc: None,
             std: None,
             median: None,
@@ -237,6 +258,10 @@ impl RunResult {
             },
             commits_by_procedure: mean_map(&|r| &r.commits_by_procedure),
             aborts_by_procedure: mean_map(&|r| &r.aborts_by_procedure),
+            rows_per_s: runs.iter().all(|r| r.rows_per_s.is_some()).then(|| RowRates {
+                point_reads: mean(&|r| r.rows_per_s.unwrap_or_default().point_reads),
+                scan_rows: mean(&|r| r.rows_per_s.unwrap_or_default().scan_rows),
+            }),
             tpmc: runs[0].tpmc.is_some().then(|| mean(&|r| r.tpmc.unwrap_or(0.0))),
             std: Some(Spread {
                 throughput_tps: std(&|r| r.throughput_tps),
@@ -395,5 +420,21 @@ mod tests {
         assert_eq!(aggregate.batch_sizes[0].t_ms, 200, "the sizes of the median run");
         assert_eq!(aggregate.throughput_tps, 200.0);
         assert!((aggregate.std.unwrap().throughput_tps - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn row_rates_appear_only_when_counted_and_average_over_runs() {
+        let plain = RunResult::from_recorder(info(), &Recorder::new(Window::ALL), 2.0, &[]);
+        assert_eq!(plain.rows_per_s, None);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("rows_per_s"));
+        let mut runs = Vec::new();
+        for scanned in [100u64, 300] {
+            let mut recorder = Recorder::new(Window::ALL);
+            recorder.commit(1, 10, 0, 0);
+            recorder.rows(1, 4, scanned);
+            runs.push(RunResult::from_recorder(info(), &recorder, 2.0, &[]));
+        }
+        assert_eq!(runs[0].rows_per_s, Some(RowRates { point_reads: 2.0, scan_rows: 50.0 }));
+        assert_eq!(RunResult::aggregate(&runs).rows_per_s, Some(RowRates { point_reads: 2.0, scan_rows: 100.0 }));
     }
 }

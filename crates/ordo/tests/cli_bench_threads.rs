@@ -49,6 +49,15 @@ fn verify_checks_serializability_and_the_conserved_total() {
         .assert()
         .success()
         .stderr(contains("verified:"))
+        .stderr(contains("conserved total hold"));
+    // The flat store, an ablation named explicitly, checks the same.
+    ordo()
+        .args(["bench", "--engine", "threads", "--protocol", "tictoc,reorder", "--workload", "smallbank"])
+        .args(["--index", "array", "--mix", "conserved", "--keys", "500", "--theta", "0.9", "--verify"])
+        .args(SHORT)
+        .assert()
+        .success()
+        .stderr(contains("verified:"))
         .stderr(contains("conserved total exact"));
 }
 

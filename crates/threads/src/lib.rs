@@ -35,8 +35,8 @@
 //! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down, reorder batching).
 //! * [`config`]: protocol names and the engine's knobs, validated.
 //! * [`tables`]: the engine over `ordo-storage` for table workloads (TPC-C, the hybrid
-//!   workload, key-value workloads through `KvTables`): Silo with node-set phantom
-//!   protection, inserts, deletes, scans and epoch-based reclamation.
+//!   workload, key-value workloads through `KvTables`): Silo, TicToc, 2PL and serial, each
+//!   with phantom protection, inserts, deletes, scans and epoch-based reclamation.
 //!
 //! Correctness is checked from the outside: workers can record each committed transaction's
 //! reads and writes as `(key, version)` pairs for `ordo-history`'s serializability checker,
@@ -48,6 +48,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod interleave;
 pub mod kit;
 pub mod mvcc;
 pub mod protocol;

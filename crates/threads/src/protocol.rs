@@ -176,6 +176,7 @@ const SPINS_PER_YIELD: u32 = 4096;
 impl Spin {
     #[inline]
     pub fn wait(&mut self) {
+        crate::interleave::point();
         self.count += 1;
         if self.count.is_multiple_of(SPINS_PER_YIELD) {
             std::thread::yield_now();

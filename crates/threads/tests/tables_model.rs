@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_threads::tables::Epochs;
 use ordo_threads::tables::{Index, SiloTables};
 use ordo_workload::{
     Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
@@ -57,7 +58,7 @@ fn random_transactions_match_a_btreemap() {
     let mut schema = Schema::new();
     schema.add(TableSchema::new("evens").int("a").int("b")).unwrap();
     let workload = Evens(schema);
-    let silo = SiloTables::load(&workload, Index::Tree, 2, 1).unwrap();
+    let silo = SiloTables::load(&workload, Index::Tree, 2, Epochs::clock(1)).unwrap();
     let mut worker = silo.worker(0, true);
     let mut model: BTreeMap<u64, Vec<u64>> = (0..KEYS).step_by(2).map(|key| (key, vec![key, !key])).collect();
     let mut rng = rng_from_seed(seed);

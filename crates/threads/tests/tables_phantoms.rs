@@ -5,6 +5,7 @@
 //! The table `items` holds keys 10, 20, ..., 100 (row: one value word); `other` holds key 0.
 
 use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_threads::tables::Epochs;
 use ordo_threads::tables::driver::{Finished, run_transaction};
 use ordo_threads::tables::{Index, SiloTables, SiloTx};
 use ordo_workload::{
@@ -92,7 +93,7 @@ impl TableWorkload for Items {
 }
 
 fn database() -> SiloTables {
-    SiloTables::load(&Items::new(10, 10), Index::Tree, 1, 1).unwrap()
+    SiloTables::load(&Items::new(10, 10), Index::Tree, 1, Epochs::clock(1)).unwrap()
 }
 
 fn keys_in(tx: &mut SiloTx<'_>, low: u64, high: u64) -> Vec<u64> {
@@ -142,10 +143,10 @@ fn scenario(how: Look, what: Change) {
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
     look(&mut t1, how);
-    assert_eq!(t1.commit(), Ok(()), "{how:?} alone commits");
+    assert_eq!(t1.commit().map(drop), Ok(()), "{how:?} alone commits");
     let mut t2 = silo.begin(&mut w2);
     change(&mut t2, what);
-    assert_eq!(t2.commit(), Ok(()), "{what:?} alone commits");
+    assert_eq!(t2.commit().map(drop), Ok(()), "{what:?} alone commits");
 
     // Interleaved: T1 looks, T2 changes the range and commits, T1 must fail validation.
     let silo = database();
@@ -154,8 +155,8 @@ fn scenario(how: Look, what: Change) {
     look(&mut t1, how);
     let mut t2 = silo.begin(&mut w2);
     change(&mut t2, what);
-    assert_eq!(t2.commit(), Ok(()));
-    assert_eq!(t1.commit(), Err(Aborted), "{how:?} racing {what:?}: a phantom went unnoticed");
+    assert_eq!(t2.commit().map(drop), Ok(()));
+    assert_eq!(t1.commit().map(drop), Err(Aborted), "{how:?} racing {what:?}: a phantom went unnoticed");
     // T1 again sees the change.
     let mut t1 = silo.begin(&mut w1);
     let expected = match what {
@@ -163,7 +164,7 @@ fn scenario(how: Look, what: Change) {
         Change::Delete40 => vec![30, 50],
     };
     assert_eq!(keys_in(&mut t1, 30, 50), expected);
-    assert_eq!(t1.commit(), Ok(()));
+    assert_eq!(t1.commit().map(drop), Ok(()));
 }
 
 #[test]
@@ -184,14 +185,14 @@ fn a_scan_racing_a_delete_in_its_range_fails_validation() {
 #[test]
 fn an_insert_far_outside_a_scanned_range_is_no_phantom() {
     // Enough keys that 30..=50 and 99_995 live in different leaves.
-    let silo = SiloTables::load(&Items::new(10_000, 10), Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&Items::new(10_000, 10), Index::Tree, 1, Epochs::clock(1)).unwrap();
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
     look(&mut t1, Look::Scan);
     let mut t2 = silo.begin(&mut w2);
     assert_eq!(t2.insert(ITEMS, 99_995, &[1]), Ok(true));
-    assert_eq!(t2.commit(), Ok(()));
-    assert_eq!(t1.commit(), Ok(()), "an insert in another leaf does not touch the scan's node set");
+    assert_eq!(t2.commit().map(drop), Ok(()));
+    assert_eq!(t1.commit().map(drop), Ok(()), "an insert in another leaf does not touch the scan's node set");
 }
 
 #[test]
@@ -211,13 +212,13 @@ fn own_inserts_deletes_and_puts_are_seen_by_own_scans_and_are_no_phantoms() {
     })
     .unwrap();
     assert_eq!(seen, vec![(50, 500), (35, 350), (30, 3)]);
-    assert_eq!(t1.commit(), Ok(()), "an attempt's own insert is not a phantom to it");
+    assert_eq!(t1.commit().map(drop), Ok(()), "an attempt's own insert is not a phantom to it");
     let mut t2 = silo.begin(&mut w1);
     assert_eq!(keys_in(&mut t2, 30, 50), vec![30, 35, 50]);
     let mut row = [0];
     assert_eq!(t2.get(ITEMS, 40, &mut row, false), Ok(false));
     assert_eq!(t2.insert(ITEMS, 40, &[41]), Ok(true), "a tombstone takes a new insert");
-    assert_eq!(t2.commit(), Ok(()));
+    assert_eq!(t2.commit().map(drop), Ok(()));
     let mut t3 = silo.begin(&mut w1);
     assert_eq!(t3.get(ITEMS, 40, &mut row, false), Ok(true));
     assert_eq!(row, [41]);
@@ -233,7 +234,7 @@ fn an_aborted_insert_leaves_nothing_visible() {
     let mut t2 = silo.begin(&mut w1);
     assert_eq!(keys_in(&mut t2, 0, 1_000), vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
     assert_eq!(t2.insert(ITEMS, 35, &[2]), Ok(true), "the placeholder is reused");
-    assert_eq!(t2.commit(), Ok(()));
+    assert_eq!(t2.commit().map(drop), Ok(()));
     assert_eq!(silo.database().rows(ITEMS).get(&35), Some(&vec![2]));
 }
 
@@ -252,12 +253,12 @@ const QUEUE_STEPS: usize = 20_000;
 fn a_queue_does_not_grow_the_arena_without_bound() {
     let _one = exclusive();
     let workload = Items::new(100, 1);
-    let silo = SiloTables::load(&workload, Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&workload, Index::Tree, 1, Epochs::clock(1)).unwrap();
     let mut worker = silo.worker(0, false);
     let (mut txn, mut scratch, mut row) = (Txn::default(), Scratch::default(), Vec::new());
     txn.procedure = 0;
     for step in 0..QUEUE_STEPS {
-        let (finished, _) = run_transaction(&silo, &mut worker, &workload, &txn, &mut scratch, &mut row, |r| r < 3);
+        let (finished, _) = run_transaction(&silo, &mut worker, &workload, &txn, &mut scratch, &mut row, |r, _| r < 3);
         assert_eq!(finished, Finished::Committed, "step {step}");
     }
     silo.reclaim_all(&mut worker);
@@ -286,7 +287,7 @@ const SHARED_QUEUE_ATTEMPTS_MAX: u32 = 100_000;
 fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
     let _one = exclusive();
     let workload = Items::new(100, 1);
-    let silo = SiloTables::load(&workload, Index::Tree, 1, 1).unwrap();
+    let silo = SiloTables::load(&workload, Index::Tree, 1, Epochs::clock(1)).unwrap();
     std::thread::scope(|scope| {
         for index in 0..2 {
             let (silo, workload) = (&silo, &workload);
@@ -296,7 +297,7 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
                 txn.procedure = 0;
                 for step in 0..SHARED_QUEUE_STEPS {
                     let (finished, restarts) =
-                        run_transaction(silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r| {
+                        run_transaction(silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| {
                             std::thread::yield_now();
                             r < SHARED_QUEUE_ATTEMPTS_MAX
                         });
@@ -313,4 +314,18 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
     assert_eq!(rows.keys().copied().collect::<Vec<_>>(), (total + 1..=total + 100).collect::<Vec<_>>());
     let allocated = silo.database().table(ITEMS).records.allocated();
     assert!(allocated < total / 2, "{allocated} records allocated for a queue of 100 after {total} steps");
+}
+
+#[test]
+fn an_own_insert_deleted_again_leaves_nothing_behind() {
+    let silo = database();
+    let mut worker = silo.worker(0, false);
+    let mut tx = silo.begin(&mut worker);
+    assert_eq!(tx.insert(ITEMS, 5, &[5]), Ok(true));
+    assert_eq!(tx.delete(ITEMS, 5), Ok(true));
+    assert_eq!(tx.commit().map(drop), Ok(()));
+    assert_eq!(worker.pending_reclaims(), 1, "the placeholder waits for reclamation");
+    silo.reclaim_all(&mut worker);
+    assert_eq!(worker.pending_reclaims(), 0);
+    assert_eq!(silo.database().table(ITEMS).index.len(), 10, "only the loaded keys remain in the index");
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ordo_storage::TableId;
+use ordo_threads::tables::Epochs;
 use ordo_threads::tables::driver::{Finished, run_transaction};
 use ordo_threads::tables::{Index, SiloTables, TableRunSpec, TablesConfig, run};
 use ordo_workload::smallbank::CONSERVED_MIX;
@@ -46,7 +47,7 @@ fn tpcc(warehouses: u32, hybrid: Option<HybridConfig>) -> Tpcc {
 fn single_worker_matches_memory_db(workload: &Tpcc, count: usize) {
     let seed = seed();
     let mut memory = MemoryDb::loaded(workload);
-    let silo = SiloTables::load(workload, Index::Tree, 2, 1).unwrap();
+    let silo = SiloTables::load(workload, Index::Tree, 2, Epochs::clock(1)).unwrap();
     let mut worker = silo.worker(0, false);
     let (mut rng, mut txn, mut scratch, mut row) =
         (rng_from_seed(seed), Txn::default(), Scratch::default(), Vec::new());
@@ -56,7 +57,7 @@ fn single_worker_matches_memory_db(workload: &Tpcc, count: usize) {
         workload.generate(&mut rng, i % 4, &mut txn);
         let expected = memory.run(workload, &txn, &mut memory_scratch);
         let (finished, restarts) =
-            run_transaction(&silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r| r < ALONE_ATTEMPTS_MAX);
+            run_transaction(&silo, &mut worker, workload, &txn, &mut scratch, &mut row, |r, _| r < ALONE_ATTEMPTS_MAX);
         let finished_as = match finished {
             Finished::Committed => Outcome::Commit,
             Finished::UserAborted => Outcome::UserAbort,

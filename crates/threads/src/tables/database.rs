@@ -9,6 +9,27 @@
 //!     word 3.. row      the table's row words
 //! ```
 //!
+//! Multi-version tables ([`Database::load_versioned`], for `mvcc_si` and `ssi`) keep the same
+//! first three words in a *head* and the rows in versions, newest first (see [`versioned`]). A
+//! record's head is followed by one *inline* version slot in the same arena record, which
+//! holds the version it was loaded or inserted with (one cache-line walk for rows that are
+//! read and never updated, the common case); later versions live in a side arena, and the
+//! inline slot is used again once the version in it has been cut off. A version never
+//! changes its row once linked, and the head's `newest` word moves to a new version only
+//! under the head's lock.
+//!
+//! ```text
+//!   record (table.records)                               version (inline, or table.versions)
+//!     0 meta   lock:1 dead:1 owner                         0 cstamp   commit stamp of its writer
+//!     1 key                                                1 pstamp   SSN: latest reader's stamp
+//!     2 seq    of the newest version                       2 sstamp   SSN: overwriter's pi (or mark)
+//!     3 newest ──> a version id: side, or inline          3 readers  SSN: committing readers, a bit each
+//!     4 count  versions linked [inline slot busy:1 | n]    4 seq      [absent | version]
+//!     5-7 the absent pseudo-version's pstamp, sstamp,      5 older ──> next older version, none, or
+//!         readers (the key before the first version)                   truncated
+//!     8.. the inline version slot                          6.. row
+//! ```
+//!
 //! Invariants: a record found through a table's index holds that index key in word 1; the
 //! index maps a key to at most one record; `version` grows with every install on a record,
 //! and a record made for a key whose earlier record was reclaimed starts at or above the
@@ -31,6 +52,8 @@ use crossbeam::utils::CachePadded;
 use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, TableId, TableSchema};
 use ordo_workload::TableWorkload;
 
+use super::epoch::Epochs;
+
 /// Words before the row in every record.
 pub const TABLE_HEADER_WORDS: usize = 3;
 /// Word of the protocol's meta word.
@@ -43,6 +66,53 @@ pub const SEQ_WORD: usize = 2;
 pub const ABSENT: u64 = 1 << 63;
 /// The version bits of the seq word.
 pub const VERSION_MASK: u64 = ABSENT - 1;
+
+/// The layout of multi-version tables: word positions of heads and versions, and the link
+/// values (see the module docs). Words 0-2 of a head are [`META_WORD`], [`KEY_WORD`] and
+/// [`SEQ_WORD`], as in a single-version record.
+pub mod versioned {
+    /// Words of a head (one cache line).
+    pub const HEAD_WORDS: usize = 8;
+    /// The newest version's id, or [`NO_VERSION`].
+    pub const NEWEST: usize = 3;
+    /// Versions linked from the head, and whether the inline slot holds one ([`INLINE_BUSY`]).
+    pub const COUNT: usize = 4;
+    /// The bit of [`COUNT`] that says the inline slot holds a version (linked, or cut off while
+    /// an old snapshot may still read it).
+    pub const INLINE_BUSY: u64 = 1 << 63;
+    /// The bit of a version id that names the inline slot of the record in the low bits.
+    pub const INLINE: u64 = 1 << 62;
+    /// The absent pseudo-version (the key before the record's first version): its pstamp,
+    /// sstamp and readers words.
+    pub const ABSENT_PSTAMP: usize = 5;
+    pub const ABSENT_SSTAMP: usize = 6;
+    pub const ABSENT_READERS: usize = 7;
+
+    /// A version's words before its row.
+    pub const VERSION_HEADER_WORDS: usize = 6;
+    pub const CSTAMP: usize = 0;
+    pub const PSTAMP: usize = 1;
+    pub const SSTAMP: usize = 2;
+    pub const READERS: usize = 3;
+    pub const SEQ: usize = 4;
+    pub const OLDER: usize = 5;
+
+    /// A link to no version: the record's life starts here.
+    pub const NO_VERSION: u64 = u64::MAX;
+    /// A link to versions that were cut off: a reader that needs one is too old.
+    pub const TRUNCATED: u64 = u64::MAX - 1;
+    /// The sstamp of a version nobody has overwritten.
+    pub const NO_SUCCESSOR: u64 = u64::MAX;
+}
+
+/// How a database lays out its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One version per record, the row inline; loaded records start with this meta word.
+    SingleVersion { initial_meta: u64 },
+    /// Heads and versions (see [`versioned`]); loaded rows are one version each, stamped 0.
+    Versioned,
+}
 
 /// Which primary index the tables use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,7 +153,10 @@ pub struct Table {
     pub row_words: usize,
     /// Whether this table is a secondary index of another (kept in step by the engine).
     pub is_index: bool,
+    /// Single-version records, or the heads of a multi-version table.
     pub records: Records,
+    /// The versions of a multi-version table (`None` for single-version layouts).
+    pub versions: Option<Records>,
     pub index: PrimaryIndex,
     /// The highest version of any record of this table that was reclaimed (see module docs).
     pub retired_version_max: CachePadded<AtomicU64>,
@@ -94,6 +167,26 @@ impl Table {
     #[inline]
     pub fn record(&self, rid: u64) -> &[AtomicU64] {
         self.records.words(rid)
+    }
+
+    /// The version arena of a multi-version table.
+    ///
+    /// # Panics
+    /// If the table is single-version (a protocol bug).
+    #[inline]
+    pub fn versions(&self) -> &Records {
+        self.versions.as_ref().expect("a multi-version table")
+    }
+
+    /// The words of version `id` of a multi-version table (a side version, or a record's
+    /// inline slot).
+    #[inline]
+    pub fn version(&self, id: u64) -> &[AtomicU64] {
+        if id & versioned::INLINE == 0 {
+            self.versions().words(id)
+        } else {
+            &self.records.words(id & !versioned::INLINE)[versioned::HEAD_WORDS..]
+        }
     }
 
     /// Raises `retired_version_max` to at least `version`.
@@ -113,11 +206,45 @@ pub fn write_record(words: &[AtomicU64], meta: u64, key: u64, seq: u64, row: &[u
     }
 }
 
-/// Every table of a workload.
+/// Writes a whole version (for loading and for installs; nobody else sees it yet).
+#[inline]
+pub fn write_version(words: &[AtomicU64], cstamp: u64, seq: u64, older: u64, row: Option<&[u64]>) {
+    use versioned::{CSTAMP, NO_SUCCESSOR, OLDER, PSTAMP, READERS, SEQ, SSTAMP, VERSION_HEADER_WORDS};
+    words[CSTAMP].store(cstamp, Ordering::Relaxed);
+    words[PSTAMP].store(cstamp, Ordering::Relaxed);
+    words[SSTAMP].store(NO_SUCCESSOR, Ordering::Relaxed);
+    words[READERS].store(0, Ordering::Relaxed);
+    words[SEQ].store(seq, Ordering::Relaxed);
+    words[OLDER].store(older, Ordering::Relaxed);
+    if let Some(row) = row {
+        for (word, &value) in words[VERSION_HEADER_WORDS..].iter().zip(row) {
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes a whole head of a multi-version table (for loading and for fresh placeholders;
+/// nobody else sees it yet).
+#[inline]
+pub fn write_head(words: &[AtomicU64], key: u64, seq: u64, newest: u64, count: u64) {
+    use versioned::{ABSENT_PSTAMP, ABSENT_READERS, ABSENT_SSTAMP, COUNT, NEWEST, NO_SUCCESSOR};
+    words[META_WORD].store(0, Ordering::Relaxed);
+    words[KEY_WORD].store(key, Ordering::Relaxed);
+    words[SEQ_WORD].store(seq, Ordering::Relaxed);
+    words[NEWEST].store(newest, Ordering::Relaxed);
+    words[COUNT].store(count, Ordering::Relaxed);
+    words[ABSENT_PSTAMP].store(0, Ordering::Relaxed);
+    words[ABSENT_SSTAMP].store(NO_SUCCESSOR, Ordering::Relaxed);
+    words[ABSENT_READERS].store(0, Ordering::Relaxed);
+}
+
+/// Every table of a workload, and the engine's global epoch.
 #[derive(Debug)]
 pub struct Database {
     tables: Vec<Table>,
     index: Index,
+    layout: Layout,
+    epochs: Epochs,
 }
 
 /// One loading thread's `(key, record id)` pairs, per table.
@@ -125,12 +252,35 @@ type PartEntries = Vec<Vec<(u64, u64)>>;
 
 impl Database {
     /// Loads `workload`'s rows (and derives its index tables' entries) on `threads` threads;
-    /// every record starts with meta word `initial_meta`, present, at version 0.
+    /// every record starts with meta word `initial_meta`, present, at version 0. `epochs` is
+    /// the engine's global epoch from then on.
     pub fn load(
         workload: &dyn TableWorkload,
         index: Index,
         threads: usize,
         initial_meta: u64,
+        epochs: Epochs,
+    ) -> Result<Database, LoadError> {
+        Self::load_with(workload, index, threads, Layout::SingleVersion { initial_meta }, epochs)
+    }
+
+    /// Loads `workload` into multi-version tables: every row becomes one version with commit
+    /// stamp 0, the head's meta word is 0 (unlocked, no owner).
+    pub fn load_versioned(
+        workload: &dyn TableWorkload,
+        index: Index,
+        threads: usize,
+        epochs: Epochs,
+    ) -> Result<Database, LoadError> {
+        Self::load_with(workload, index, threads, Layout::Versioned, epochs)
+    }
+
+    fn load_with(
+        workload: &dyn TableWorkload,
+        index: Index,
+        threads: usize,
+        layout: Layout,
+        epochs: Epochs,
     ) -> Result<Database, LoadError> {
         let schema = workload.schema();
         let dense = |table: &TableSchema| table.dense_keys.filter(|_| table.index_of.is_none());
@@ -144,7 +294,13 @@ impl Database {
             .iter()
             .map(|table| {
                 let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
-                let records = Records::new(TABLE_HEADER_WORDS + table.row_words, hint);
+                let (records, versions) = match layout {
+                    Layout::SingleVersion { .. } => (Records::new(TABLE_HEADER_WORDS + table.row_words, hint), None),
+                    Layout::Versioned => (
+                        Records::new(versioned::HEAD_WORDS + versioned::VERSION_HEADER_WORDS + table.row_words, hint),
+                        Some(Records::new(versioned::VERSION_HEADER_WORDS + table.row_words, hint)),
+                    ),
+                };
                 if index == Index::Array {
                     records.alloc_dense(hint);
                 }
@@ -153,6 +309,7 @@ impl Database {
                     row_words: table.row_words,
                     is_index: table.index_of.is_some(),
                     records,
+                    versions,
                     // Replaced once the rows are in.
                     index: PrimaryIndex::Dense(DenseIndex::new(0)),
                     retired_version_max: CachePadded::new(AtomicU64::new(0)),
@@ -164,7 +321,7 @@ impl Database {
             let handles: Vec<_> = (0..parts)
                 .map(|part| {
                     let tables = &tables;
-                    scope.spawn(move || load_part(workload, tables, index, part, parts, initial_meta))
+                    scope.spawn(move || load_part(workload, tables, index, part, parts, layout))
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("a loading thread panicked")).collect()
@@ -213,7 +370,7 @@ impl Database {
         for (table, primary) in tables.iter_mut().zip(built) {
             table.index = primary?;
         }
-        Ok(Database { tables, index })
+        Ok(Database { tables, index, layout, epochs })
     }
 
     /// The table `id`.
@@ -232,6 +389,22 @@ impl Database {
         self.index
     }
 
+    /// How the records are laid out.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The current global epoch.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epochs.current()
+    }
+
+    /// The global epoch.
+    pub fn epochs(&self) -> &Epochs {
+        &self.epochs
+    }
+
     /// The present rows of `table`, read directly (only meaningful when no transaction runs).
     pub fn rows(&self, table: TableId) -> BTreeMap<u64, Vec<u64>> {
         let table = self.table(table);
@@ -242,12 +415,21 @@ impl Database {
             Direction::Ascending,
             &mut |key, rid| {
                 let words = table.record(rid);
-                if words[SEQ_WORD].load(Ordering::Acquire) & ABSENT == 0 {
-                    let row = words[TABLE_HEADER_WORDS..TABLE_HEADER_WORDS + table.row_words]
-                        .iter()
-                        .map(|w| w.load(Ordering::Relaxed))
-                        .collect();
-                    rows.insert(key, row);
+                let (seq, row) = match self.layout {
+                    Layout::SingleVersion { .. } => {
+                        (words[SEQ_WORD].load(Ordering::Acquire), &words[TABLE_HEADER_WORDS..])
+                    }
+                    Layout::Versioned => {
+                        let newest = words[versioned::NEWEST].load(Ordering::Acquire);
+                        if newest == versioned::NO_VERSION {
+                            return true;
+                        }
+                        let version = table.version(newest);
+                        (version[versioned::SEQ].load(Ordering::Acquire), &version[versioned::VERSION_HEADER_WORDS..])
+                    }
+                };
+                if seq & ABSENT == 0 {
+                    rows.insert(key, row[..table.row_words].iter().map(|w| w.load(Ordering::Relaxed)).collect());
                 }
                 true
             },
@@ -265,7 +447,7 @@ fn load_part(
     index: Index,
     part: usize,
     parts: usize,
-    initial_meta: u64,
+    layout: Layout,
 ) -> Result<PartEntries, LoadError> {
     let schema = workload.schema();
     let mut entries: PartEntries = vec![Vec::new(); tables.len()];
@@ -282,7 +464,14 @@ fn load_part(
                 key
             }
         };
-        write_record(table.record(rid), initial_meta, key, 0, row);
+        match layout {
+            Layout::SingleVersion { initial_meta } => write_record(table.record(rid), initial_meta, key, 0, row),
+            Layout::Versioned => {
+                let version = versioned::INLINE | rid;
+                write_version(table.version(version), 0, 0, versioned::NO_VERSION, Some(row));
+                write_head(table.record(rid), key, 0, version, 1 | versioned::INLINE_BUSY);
+            }
+        }
         entries[table_id as usize].push((key, rid));
         Ok(())
     };

@@ -1,11 +1,11 @@
 //! The thread-per-worker engine over tables: workloads written against the table interface
 //! (`ordo_workload::TableWorkload`: TPC-C, the hybrid workload, and the key-value workloads
-//! through `KvTables`) run on `ordo-storage`'s record arenas and ordered indexes, under Silo
-//! with node-set phantom protection (issues 14 and 15; the plan is
-//! `docs/design/protocols-on-storage.md`).
+//! through `KvTables`) run on `ordo-storage`'s record arenas and ordered indexes, under Silo,
+//! TicToc, 2PL (`no_wait`, `wait_die`) or `serial`, each with its own phantom protection
+//! (issues 14 and 15; the plan is `docs/design/protocols-on-storage.md`).
 //!
 //! ```text
-//!   TableWorkload ── generate ──> worker t ── run(txn, Maintained(SiloTx)) ──> commit / retry
+//!   TableWorkload ── generate ──> worker t ── run(txn, Maintained(P::Attempt)) ──> commit / retry
 //!                                                │ get · put · insert · delete · scan
 //!   Database: one Table per schema table         ▼
 //!     Records arena   [ meta | key | seq | row words ... ]   seq = [absent:1 | version:63]
@@ -16,19 +16,33 @@
 //! * [`silo`]: Silo (Tu et al., SOSP 2013) over tables: TID words, read sets, node sets
 //!   (§4.6) for absent keys and scans, inserts through absent placeholder records, deletes
 //!   through tombstones, and epoch-deferred reclamation of both.
+//! * [`tictoc`]: TicToc (Yu et al., SIGMOD 2016): `wts`/`rts` meta words, data-driven commit
+//!   timestamps, node-set validation plus leaf read stamps for phantoms, and history stamps
+//!   that make the timestamp order checkable.
+//! * [`two_phase`]: 2PL, `no_wait` or `wait_die`, with next-key locking (ARIES/KVL) and an
+//!   end-of-table lock per table for phantoms.
+//! * [`serial`]: one worker, no concurrency control: the per-core bound.
+//! * What they share: [`writes`] (the write buffer and an attempt's own view of it, installs),
+//!   [`scan`] (a range scan merged with own writes, for the protocols that read without
+//!   locks), [`reclaim`] (tombstones and aborted placeholders leave the index an epoch later),
+//!   [`trace`] (histories), [`protocol`] (the interface the driver and tests use).
+//! * [`mvcc`]: multi-version tables: snapshot isolation (`mvcc_si`) and the Serial Safety
+//!   Net (`ssi`, ERMIA's parallel commit without a latch), version chains trimmed behind the
+//!   oldest snapshot, phantoms by node sets and leaf stamps under `ssi`.
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
 //!   randomized backoff, per-procedure counts, and the workload's consistency check after
 //!   the run.
+//! * [`protocol`]: the one interface every protocol over tables implements ([`TableProtocol`]).
+//! * [`trace`]: what committed transactions leave behind, in the history format with tables.
+//! * [`simulate`]: the seeded interleaving simulator, which runs any [`TableProtocol`] with
+//!   workers that take turns at the protocol's yield points and checks the run with the
+//!   history checker, a serial replay and the workload's invariants.
 //!
-//! ## Histories (interim encoding)
-//! With `record_history`, every committed transaction is kept as an `ordo_history` entry of
-//! `(key, version)` pairs, where the key is `footprint_key(table, key)` (the table id above
-//! bit 48) so today's key-value checker can read it. Reads of present records and every
-//! install (updates, inserts and deletes alike, a delete installing a tombstone version) are
-//! recorded; scans are recorded only as the present rows they returned, and reads of absent
-//! keys not at all. So the check covers everything except phantoms and absences: those are
-//! covered by the scripted tests until the history format with tables, inserts, deletes and
-//! scans replaces this encoding.
+//! ## Histories
+//! With `record_history`, every committed transaction is kept by its worker's [`Trace`] as an
+//! `ordo_history` entry in the format with tables: point reads (of present rows and of
+//! tombstones), updates, inserts, deletes, and scans with the range they covered and the rows
+//! they saw, so the checker finds phantoms as cycles through scans.
 //!
 //! The epoch clock and the polite spin are the key-value engine's; the driver's backoff loop
 //! and history recorder are still its own copies, to fold in when the other protocols move
@@ -36,8 +50,26 @@
 
 pub mod database;
 pub mod driver;
+pub mod epoch;
+pub mod mvcc;
+pub mod protocol;
+pub mod reclaim;
+pub mod scan;
+pub mod serial;
 pub mod silo;
+pub mod simulate;
+pub mod tictoc;
+pub mod trace;
+pub mod two_phase;
+pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
 pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
-pub use silo::{SiloTables, SiloTx};
+pub use epoch::Epochs;
+pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
+pub use protocol::{Committed, TableProtocol, WorkerOptions};
+pub use serial::{SerialTables, SerialTx};
+pub use silo::{SiloFaults, SiloTables, SiloTx};
+pub use tictoc::{TicTocTables, TicTocTx};
+pub use trace::Trace;
+pub use two_phase::{TwoPhaseTables, TwoPhaseTx};

@@ -52,29 +52,40 @@
 //! epoch for the whole of each attempt, so a record id found in the index is not recycled
 //! while the attempt can still look at it.
 //!
-//! The epoch clock is the key-value Silo's (a sleeping thread), started with a period of the
-//! engine's choosing so tests can see many epochs quickly.
+//! The epoch is the database's ([`super::epoch`]): a clock of the engine's choosing, or a
+//! manual one that tests and the simulator advance themselves.
+//!
+//! Yield points ([`crate::interleave::point`], a no-op outside the interleaving simulator):
+//! after each lock and after read-set and node-set validation in commit, after each install,
+//! and in reclamation once a candidate is locked, so the simulator can run other workers
+//! between those phases. [`SiloFaults`] switches validation steps off, for the tests that show
+//! the simulator catches the broken protocol.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
 
+use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
-use ordo_workload::{Aborted, Tx, footprint_key};
+use ordo_workload::{Aborted, Tx};
 
+use crate::interleave;
 use crate::protocol::Spin;
-use crate::silo::EpochClock;
 
 use super::database::{
-    ABSENT, Database, Index, KEY_WORD, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
-    write_record,
+    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record,
 };
+use super::epoch::Epochs;
+use super::protocol::{Committed, TableProtocol, WorkerOptions};
+pub use super::reclaim::RECLAIM_PER_BEGIN_MAX;
+use super::reclaim::{Claim, Reclaimer};
+use super::scan::{Range, scan_merged};
+use super::trace::Trace;
+use super::writes::{WriteBuffer, WriteKind, install, next_version};
+use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
 pub const EPOCH_MS_DEFAULT: u64 = 40;
-/// Most reclamation candidates a worker looks at when a transaction begins.
-pub const RECLAIM_PER_BEGIN_MAX: usize = 16;
 /// Largest number of workers (history ids interleave by worker).
 pub const TABLE_WORKERS_MAX: usize = 256;
 const LOCK: u64 = 1 << 63;
@@ -90,30 +101,24 @@ pub const INITIAL_META: u64 = LATEST;
 #[derive(Debug)]
 pub struct SiloTables {
     db: Database,
-    clock: EpochClock,
+    faults: SiloFaults,
 }
 
-/// What a buffered write does, and what it needs at commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WriteKind {
-    /// Present before and after.
-    Put,
-    /// Absent before, present after.
-    Insert,
-    /// Present before, absent after.
-    Delete,
-    /// Absent before and after (an own insert deleted again).
-    InsertDelete,
-}
-
-impl WriteKind {
-    fn absent_before(self) -> bool {
-        matches!(self, WriteKind::Insert | WriteKind::InsertDelete)
-    }
-
-    fn present_after(self) -> bool {
-        matches!(self, WriteKind::Put | WriteKind::Insert)
-    }
+/// Validation steps a test may switch off, to show that the interleaving simulator and the
+/// checker catch the protocol that results (fault injection, as for a log device; nothing
+/// outside tests sets them). The default injects nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SiloFaults {
+    /// Skip node-set validation at commit: scans and reads of absent keys lose their phantom
+    /// protection.
+    pub skip_node_validation: bool,
+    /// Skip read-set validation at commit: reads of present rows may go stale.
+    pub skip_read_validation: bool,
+    /// In read-set validation, ignore a record locked by another committer whose TID has not
+    /// changed yet (Silo §4.4 aborts): two committers that each read what the other writes can
+    /// then both commit. Only an interleaving that stops a committer between validation and
+    /// install shows it.
+    pub ignore_foreign_locks: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -122,32 +127,6 @@ struct ReadEntry {
     key: u64,
     rid: u64,
     meta: u64,
-    /// `None` for an absent record.
-    version: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct WriteEntry {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    kind: WriteKind,
-    /// Where the row is in the worker's row buffer.
-    row_at: usize,
-    /// The meta word seen when locking.
-    locked_meta: u64,
-}
-
-/// A reclamation candidate: a record this worker left absent.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    /// The record's seq word when it was left absent: a candidate whose record has changed
-    /// since (reused by an insert, or reclaimed by another worker and recycled) is dropped.
-    seq: u64,
-    epoch: u64,
 }
 
 /// A worker's state, reused by every attempt.
@@ -155,55 +134,33 @@ struct Pending {
 pub struct SiloWorker {
     reads: Vec<ReadEntry>,
     nodes: Vec<(TableId, LeafVersion)>,
-    writes: Vec<WriteEntry>,
-    rows: Vec<u64>,
-    /// Placeholders this attempt put into an index.
-    created: Vec<Pending>,
-    pending: VecDeque<Pending>,
+    writes: WriteBuffer,
+    reclaimer: Reclaimer,
     locked: usize,
     last_tid: u64,
     row: Vec<u64>,
     in_range: Vec<usize>,
-    record_history: bool,
-    next_history_id: u64,
-    history: Vec<HistoryEntry>,
+    trace: Trace,
 }
 
 impl SiloWorker {
     /// The history recorded so far.
     pub fn history(&mut self) -> &mut Vec<HistoryEntry> {
-        &mut self.history
+        self.trace.entries()
     }
 
     /// Reclamation candidates waiting for their epoch to pass.
     pub fn pending_reclaims(&self) -> usize {
-        self.pending.len()
-    }
-
-    fn find_write(&self, table: TableId, key: u64) -> Option<usize> {
-        self.writes.iter().position(|w| w.table == table && w.key == key)
-    }
-
-    /// Buffers a write whose row is `row`, padded with zeros to `row_words`.
-    fn push_write(&mut self, table: TableId, key: u64, rid: u64, kind: WriteKind, row: &[u64], row_words: usize) {
-        let row_at = self.rows.len();
-        self.rows.extend_from_slice(row);
-        self.rows.resize(row_at + row_words.max(row.len()), 0);
-        self.writes.push(WriteEntry { table, key, rid, kind, row_at, locked_meta: 0 });
-    }
-
-    fn set_row(&mut self, index: usize, row: &[u64]) {
-        let at = self.writes[index].row_at;
-        self.rows[at..at + row.len()].copy_from_slice(row);
+        self.reclaimer.len()
     }
 
     fn clear_attempt(&mut self) {
         self.reads.clear();
         self.nodes.clear();
         self.writes.clear();
-        self.rows.clear();
-        self.created.clear();
+        self.reclaimer.forget_created();
         self.locked = 0;
+        self.trace.clear();
     }
 }
 
@@ -276,16 +233,23 @@ fn lock_record(words: &[std::sync::atomic::AtomicU64]) -> u64 {
 }
 
 impl SiloTables {
-    /// Loads `workload` into a new database (see [`Database::load`]) and starts the epoch
-    /// clock with period `epoch_ms`.
+    /// Loads `workload` into a new database (see [`Database::load`]) with epoch clock
+    /// `epochs`.
     pub fn load(
         workload: &dyn ordo_workload::TableWorkload,
         index: Index,
         load_threads: usize,
-        epoch_ms: u64,
+        epochs: Epochs,
     ) -> Result<Self, LoadError> {
-        let db = Database::load(workload, index, load_threads, INITIAL_META)?;
-        Ok(SiloTables { db, clock: EpochClock::start(epoch_ms) })
+        let db = Database::load(workload, index, load_threads, INITIAL_META, epochs)?;
+        Ok(SiloTables { db, faults: SiloFaults::default() })
+    }
+
+    /// The same protocol with `faults` injected (tests only: see [`SiloFaults`]).
+    #[must_use]
+    pub fn with_faults(mut self, faults: SiloFaults) -> Self {
+        self.faults = faults;
+        self
     }
 
     pub fn database(&self) -> &Database {
@@ -294,26 +258,26 @@ impl SiloTables {
 
     /// The current global epoch.
     pub fn epoch(&self) -> u64 {
-        self.clock.epoch.load(Ordering::Acquire)
+        self.db.epoch()
     }
 
     /// State for worker `index` (< [`TABLE_WORKERS_MAX`]).
     pub fn worker(&self, index: usize, record_history: bool) -> SiloWorker {
-        assert!(index < TABLE_WORKERS_MAX, "worker {index} beyond {TABLE_WORKERS_MAX}");
+        Self::worker_with(WorkerOptions { index, workers: TABLE_WORKERS_MAX, record_history })
+    }
+
+    fn worker_with(options: WorkerOptions) -> SiloWorker {
+        assert!(options.workers <= TABLE_WORKERS_MAX, "{} workers, at most {TABLE_WORKERS_MAX}", options.workers);
         SiloWorker {
             reads: Vec::new(),
             nodes: Vec::new(),
-            writes: Vec::new(),
-            rows: Vec::new(),
-            created: Vec::new(),
-            pending: VecDeque::new(),
+            writes: WriteBuffer::default(),
+            reclaimer: Reclaimer::default(),
             locked: 0,
             last_tid: 0,
             row: Vec::new(),
             in_range: Vec::new(),
-            record_history,
-            next_history_id: index as u64 + 1,
-            history: Vec::new(),
+            trace: Trace::new(options.index, options.workers, options.record_history),
         }
     }
 
@@ -335,33 +299,58 @@ impl SiloTables {
     /// Reclaims up to [`RECLAIM_PER_BEGIN_MAX`] candidates at least one epoch old (all, when
     /// `everything`).
     fn reclaim(&self, worker: &mut SiloWorker, guard: &Guard, everything: bool) {
-        let epoch = self.epoch();
-        let mut budget = if everything { worker.pending.len() } else { RECLAIM_PER_BEGIN_MAX };
-        while budget > 0 {
-            let Some(&candidate) = worker.pending.front() else { break };
-            if !everything && candidate.epoch + 1 >= epoch {
-                break;
-            }
-            worker.pending.pop_front();
-            budget -= 1;
-            let table = self.db.table(candidate.table);
-            let words = table.record(candidate.rid);
-            // A dead record was reclaimed by another worker that also left it absent; it may
-            // be recycled at any time, so it is never locked here.
-            let Some(meta) = lock_live_record(words) else { continue };
-            let reclaimable = words[SEQ_WORD].load(Ordering::Relaxed) == candidate.seq
-                && words[KEY_WORD].load(Ordering::Relaxed) == candidate.key
-                && {
-                    table.raise_retired_version(candidate.seq & VERSION_MASK);
-                    table.index.remove(candidate.key, candidate.rid)
-                };
-            if reclaimable {
-                words[META_WORD].store((meta | DEAD) & !LOCK, Ordering::Release);
-                table.records.retire(candidate.rid, guard);
-            } else {
+        worker.reclaimer.reclaim(
+            &self.db,
+            guard,
+            everything,
+            |words| {
+                let claim = lock_live_record(words).map_or(Claim::Dead, Claim::Locked);
+                interleave::point();
+                claim
+            },
+            |words, meta, dead| {
+                let meta = if dead { (meta | DEAD) & !LOCK } else { meta };
                 words[META_WORD].store(meta, Ordering::Release);
-            }
-        }
+            },
+        );
+    }
+}
+
+impl TableProtocol for SiloTables {
+    type Worker = SiloWorker;
+    type Attempt<'a> = SiloTx<'a>;
+
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::Silo
+    }
+
+    fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn worker(&self, options: WorkerOptions) -> SiloWorker {
+        Self::worker_with(options)
+    }
+
+    fn begin<'a>(&'a self, worker: &'a mut SiloWorker, _restart: bool) -> SiloTx<'a> {
+        SiloTables::begin(self, worker)
+    }
+
+    fn commit(attempt: SiloTx<'_>) -> Result<Committed, AbortCause> {
+        attempt.commit().map_err(|Aborted| AbortCause::Conflict)
+    }
+
+    fn abort(attempt: SiloTx<'_>) -> AbortCause {
+        attempt.abort();
+        AbortCause::Conflict
+    }
+
+    fn history(worker: &mut SiloWorker) -> &mut Vec<HistoryEntry> {
+        worker.trace.entries()
+    }
+
+    fn quiesce(&self, worker: &mut SiloWorker) {
+        self.reclaim_all(worker);
     }
 }
 
@@ -376,7 +365,7 @@ pub struct SiloTx<'a> {
 impl std::fmt::Debug for SiloTx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SiloTx")
-            .field("writes", &self.worker.writes.len())
+            .field("writes", &self.worker.writes.entries.len())
             .field("reads", &self.worker.reads.len())
             .finish()
     }
@@ -384,7 +373,7 @@ impl std::fmt::Debug for SiloTx<'_> {
 
 impl SiloTx<'_> {
     /// Validates and installs the attempt's writes; on `Err` nothing was installed.
-    pub fn commit(mut self) -> Result<(), Aborted> {
+    pub fn commit(mut self) -> Result<Committed, Aborted> {
         self.done = true;
         let result = self.try_commit();
         if result.is_err() {
@@ -402,24 +391,20 @@ impl SiloTx<'_> {
     /// Unlocks what commit locked and hands this attempt's placeholders to reclamation.
     fn release(&mut self) {
         let worker = &mut *self.worker;
-        for write in &worker.writes[..worker.locked] {
+        for write in &worker.writes.entries[..worker.locked] {
             let words = self.silo.db.table(write.table).record(write.rid);
             words[META_WORD].store(write.locked_meta, Ordering::Release);
         }
-        let epoch = self.silo.epoch();
-        for mut placeholder in worker.created.drain(..) {
-            placeholder.epoch = epoch;
-            worker.pending.push_back(placeholder);
-        }
+        worker.reclaimer.abandon_created(self.silo.epoch());
         worker.clear_attempt();
     }
 
-    fn try_commit(&mut self) -> Result<(), Aborted> {
+    fn try_commit(&mut self) -> Result<Committed, Aborted> {
         let db = &self.silo.db;
         let worker = &mut *self.worker;
-        worker.writes.sort_unstable_by_key(|w| (w.table, w.key));
-        for i in 0..worker.writes.len() {
-            let write = &mut worker.writes[i];
+        worker.writes.sort();
+        for i in 0..worker.writes.entries.len() {
+            let write = &mut worker.writes.entries[i];
             let words = db.table(write.table).record(write.rid);
             write.locked_meta = lock_record(words);
             worker.locked = i + 1;
@@ -427,78 +412,66 @@ impl SiloTx<'_> {
             if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
                 return Err(Aborted);
             }
+            interleave::point();
         }
         fence(Ordering::SeqCst);
         let epoch = self.silo.epoch();
         let mut tid_max = worker.last_tid;
+        let faults = self.silo.faults;
         for read in &worker.reads {
             let meta = db.table(read.table).record(read.rid)[META_WORD].load(Ordering::Acquire);
-            if meta & !LOCK != read.meta {
+            if meta & !LOCK != read.meta && !faults.skip_read_validation {
                 return Err(Aborted);
             }
             if meta & LOCK != 0
-                && worker
-                    .writes
-                    .binary_search_by_key(&(read.table, read.key), |w| (w.table, w.key))
-                    .map(|i| worker.writes[i].rid)
-                    != Ok(read.rid)
+                && !faults.skip_read_validation
+                && !faults.ignore_foreign_locks
+                && worker.writes.find_sorted(read.table, read.key).map(|w| w.rid) != Some(read.rid)
             {
                 return Err(Aborted);
             }
             tid_max = tid_max.max(read.meta & TID_MASK);
         }
+        interleave::point();
         for &(table, leaf) in &worker.nodes {
-            if db.table(table).index.version(leaf.leaf) != leaf.version {
+            if db.table(table).index.version(leaf.leaf) != leaf.version && !faults.skip_node_validation {
                 return Err(Aborted);
             }
         }
-        for write in &worker.writes {
+        interleave::point();
+        for write in &worker.writes.entries {
             tid_max = tid_max.max(write.locked_meta & TID_MASK);
         }
         let tid = (tid_max + 1).max(epoch << EPOCH_SHIFT);
         debug_assert!(tid & !TID_MASK == 0, "TID overflowed into the flag bits");
         fence(Ordering::Release);
-        let mut written = Vec::new();
-        for write in &worker.writes {
+        for write in &worker.writes.entries {
             let table = db.table(write.table);
             let words = table.record(write.rid);
-            let mut version = words[SEQ_WORD].load(Ordering::Relaxed) & VERSION_MASK;
-            if write.kind.absent_before() {
-                version = version.max(table.retired_version_max.load(Ordering::Acquire));
+            if write.kind == WriteKind::InsertDelete {
+                // Absent before and after: nothing to install, no version to add (readers of
+                // the absence still fail validation on the TID published below).
+                words[META_WORD].store(tid | LATEST, Ordering::Release);
+                continue;
             }
-            version += 1;
-            if write.kind.present_after() {
-                let row = &worker.rows[write.row_at..write.row_at + table.row_words];
-                for (word, &value) in words[TABLE_HEADER_WORDS..].iter().zip(row) {
-                    word.store(value, Ordering::Relaxed);
-                }
-                words[SEQ_WORD].store(version, Ordering::Relaxed);
-            } else {
-                words[SEQ_WORD].store(version | ABSENT, Ordering::Relaxed);
-                worker.pending.push_back(Pending {
-                    table: write.table,
-                    key: write.key,
-                    rid: write.rid,
-                    seq: version | ABSENT,
-                    epoch,
-                });
+            let version = next_version(table, words, write.kind);
+            let seq = install(table, words, write, &worker.writes.rows, version);
+            if !write.kind.present_after() {
+                worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
-            if worker.record_history {
-                written.push((footprint_key(write.table, write.key), version));
-            }
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            interleave::point();
         }
         worker.locked = 0;
         worker.last_tid = tid;
-        if worker.record_history {
-            let reads = worker.reads.iter().filter_map(|r| Some((footprint_key(r.table, r.key), r.version?))).collect();
-            let mut entry = HistoryEntry::new(worker.next_history_id, reads, written);
-            entry.ts = Some(tid);
-            worker.history.push(entry);
-            worker.next_history_id += TABLE_WORKERS_MAX as u64;
-        }
+        // Silo's TIDs follow write-read and write-write dependencies but not anti-dependencies,
+        // so they are no serial order: the history carries no timestamp.
+        worker.trace.committed(None);
+        // An own insert deleted again left its placeholder absent: reclaim it like a tombstone.
+        worker.reclaimer.settle_created(db, epoch);
         worker.clear_attempt();
-        Ok(())
+        Ok(Committed { epoch })
     }
 
     /// Looks `key` up: `Ok(Some((rid, meta, seq)))` for a record, `Ok(None)` for no record
@@ -511,6 +484,7 @@ impl SiloTx<'_> {
             match table.index.get(key) {
                 Err(leaf) => {
                     note_leaf(&mut worker.nodes, table_id, leaf);
+                    worker.trace.absent(table_id, key);
                     return None;
                 }
                 Ok(rid) => {
@@ -524,8 +498,13 @@ impl SiloTx<'_> {
     }
 
     fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
-        let version = (seq & ABSENT == 0).then_some(seq & VERSION_MASK);
-        self.worker.reads.push(ReadEntry { table, key, rid, meta, version });
+        let version = seq & VERSION_MASK;
+        if seq & ABSENT == 0 {
+            self.worker.trace.read(table, key, version);
+        } else {
+            self.worker.trace.absent_at(table, key, version);
+        }
+        self.worker.reads.push(ReadEntry { table, key, rid, meta });
     }
 }
 
@@ -539,13 +518,8 @@ impl Drop for SiloTx<'_> {
 
 impl Tx for SiloTx<'_> {
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            let write = self.worker.writes[i];
-            if !write.kind.present_after() {
-                return Ok(false);
-            }
-            row.copy_from_slice(&self.worker.rows[write.row_at..write.row_at + row.len()]);
-            return Ok(true);
+        if let Some(present) = self.worker.writes.own_get(table, key, row) {
+            return Ok(present);
         }
         let Some((rid, meta, seq)) = self.locate(table, key, true) else { return Ok(false) };
         self.note_read(table, key, rid, meta, seq);
@@ -557,12 +531,8 @@ impl Tx for SiloTx<'_> {
     }
 
     fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            if !self.worker.writes[i].kind.present_after() {
-                return Ok(false);
-            }
-            self.worker.set_row(i, row);
-            return Ok(true);
+        if let Some(present) = self.worker.writes.own_put(table, key, row) {
+            return Ok(present);
         }
         let Some((rid, meta, seq)) = self.locate(table, key, false) else { return Ok(false) };
         if seq & ABSENT != 0 {
@@ -570,20 +540,13 @@ impl Tx for SiloTx<'_> {
             return Ok(false);
         }
         let row_words = self.silo.db.table(table).row_words;
-        self.worker.push_write(table, key, rid, WriteKind::Put, row, row_words);
+        self.worker.writes.push(table, key, rid, WriteKind::Put, row, row_words);
         Ok(true)
     }
 
     fn insert(&mut self, table_id: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table_id, key) {
-            let write = &mut self.worker.writes[i];
-            write.kind = match write.kind {
-                WriteKind::Put | WriteKind::Insert => return Ok(false),
-                WriteKind::Delete => WriteKind::Put,
-                WriteKind::InsertDelete => WriteKind::Insert,
-            };
-            self.worker.set_row(i, row);
-            return Ok(true);
+        if let Some(inserted) = self.worker.writes.own_insert(table_id, key, row) {
+            return Ok(inserted);
         }
         let table = self.silo.db.table(table_id);
         loop {
@@ -601,7 +564,7 @@ impl Tx for SiloTx<'_> {
                         self.note_read(table_id, key, rid, meta, seq);
                         return Ok(false);
                     }
-                    self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                    self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
                     return Ok(true);
                 }
                 Err(_) => {
@@ -614,8 +577,8 @@ impl Tx for SiloTx<'_> {
                                     *leaf = inserted.after;
                                 }
                             }
-                            self.worker.created.push(Pending { table: table_id, key, rid, seq: ABSENT, epoch: 0 });
-                            self.worker.push_write(table_id, key, rid, WriteKind::Insert, row, table.row_words);
+                            self.worker.reclaimer.created(table_id, key, rid, ABSENT);
+                            self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
                             return Ok(true);
                         }
                         Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
@@ -631,14 +594,8 @@ impl Tx for SiloTx<'_> {
     }
 
     fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
-        if let Some(i) = self.worker.find_write(table, key) {
-            let write = &mut self.worker.writes[i];
-            write.kind = match write.kind {
-                WriteKind::Delete | WriteKind::InsertDelete => return Ok(false),
-                WriteKind::Put => WriteKind::Delete,
-                WriteKind::Insert => WriteKind::InsertDelete,
-            };
-            return Ok(true);
+        if let Some(deleted) = self.worker.writes.own_delete(table, key) {
+            return Ok(deleted);
         }
         let is_index = self.silo.db.table(table).is_index;
         let Some((rid, meta, seq)) = self.locate(table, key, false) else {
@@ -654,7 +611,7 @@ impl Tx for SiloTx<'_> {
             return Ok(false);
         }
         let row_words = self.silo.db.table(table).row_words;
-        self.worker.push_write(table, key, rid, WriteKind::Delete, &[], row_words);
+        self.worker.writes.push(table, key, rid, WriteKind::Delete, &[], row_words);
         Ok(true)
     }
 
@@ -673,49 +630,22 @@ impl Tx for SiloTx<'_> {
         let table = self.silo.db.table(table_id);
         let worker = &mut *self.worker;
         worker.row.resize(table.row_words, 0);
-        worker.in_range.clear();
-        for (i, write) in worker.writes.iter().enumerate() {
-            if write.table == table_id && (low..=high).contains(&write.key) {
-                worker.in_range.push(i);
-            }
-        }
-        let SiloWorker { reads, nodes, writes, rows, row, in_range, .. } = worker;
-        let mut visited = 0;
-        table.index.scan(
-            low,
-            high,
-            direction,
-            &mut |key, rid| {
-                if let Some(&i) = in_range.iter().find(|&&i| writes[i].key == key) {
-                    let write = &writes[i];
-                    if write.kind.present_after() {
-                        visited += 1;
-                        if !visit(key, &rows[write.row_at..write.row_at + table.row_words]) {
-                            return false;
-                        }
-                    }
-                    return visited < limit;
-                }
-                // A dead record was absent and has left the index since the leaf was read:
-                // skipping it is what the recorded leaf version says, and validates so.
-                let Some((meta, seq)) = read_record(table, rid, Some(&mut row[..])) else { return true };
-                let present = seq & ABSENT == 0;
-                reads.push(ReadEntry {
-                    table: table_id,
-                    key,
-                    rid,
-                    meta,
-                    version: present.then_some(seq & VERSION_MASK),
-                });
-                if present {
-                    visited += 1;
-                    if !visit(key, row) {
-                        return false;
-                    }
-                }
-                visited < limit
+        worker.writes.in_range(table_id, low, high, &mut worker.in_range);
+        let SiloWorker { reads, nodes, writes, row, in_range, trace, .. } = worker;
+        let visited = scan_merged(
+            table,
+            Range { table: table_id, low, high, direction, limit },
+            writes,
+            in_range,
+            trace,
+            row,
+            &mut |key, rid, row| {
+                let (meta, seq) = read_record(table, rid, Some(row))?;
+                reads.push(ReadEntry { table: table_id, key, rid, meta });
+                Some(seq)
             },
             &mut |leaf| note_leaf(nodes, table_id, leaf),
+            visit,
         );
         Ok(visited)
     }

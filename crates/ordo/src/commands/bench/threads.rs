@@ -6,11 +6,12 @@
 //! to the pipeline and pg engines and is refused here. `serial` always runs one thread, so in a `--threads` sweep
 //! it runs once.
 //!
-//! Where a run's records live is `--index`: `array` (the flat store every protocol runs on,
-//! keys being positions; key-value workloads only) or `tree` (the storage engine: tables
-//! behind the ordered B+tree, with inserts, deletes and scans; the table workloads `tpcc` and
-//! `tpcc-hybrid` always run there). On tables only `silo` runs so far; the other protocols are
-//! refused there with a clear error. Every result records its index as `config.index`.
+//! Where a run's records live is `--index`: `tree` (the default: the storage engine, tables
+//! behind the ordered B+tree, with inserts, deletes and scans) or `array`, an ablation: for the
+//! key-value workloads the flat store whose positions are the keys, for table workloads with
+//! dense keys the tables behind a dense array index. Every protocol runs on tables, `reorder` included
+//! (`--versions` caps the versions an MVCC record keeps). Every result records its index as
+//! `config.index`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,9 +45,9 @@ pub struct ThreadsArgs {
     /// default: no protocol's paper does it.
     #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
     pub prefetch: Vec<bool>,
-    /// Where records live: `array` (the flat store, keys are positions; key-value workloads,
-    /// every protocol) or `tree` (tables behind the ordered B+tree; silo). Default: `tree` for
-    /// tpcc and tpcc-hybrid, `array` for micro, smallbank and ycsb.
+    /// Where records live: `tree` (the default: tables behind the ordered B+tree, every
+    /// protocol, inserts, deletes and scans) or `array` (an ablation: the flat store whose
+    /// positions are the keys, for micro, smallbank and ycsb; `--prefetch` needs it).
     #[arg(long)]
     pub index: Option<String>,
 }
@@ -55,12 +56,10 @@ pub struct ThreadsArgs {
 fn index_of(args: &BenchArgs) -> Result<Option<Index>> {
     let tables = args.workload.needs_tables();
     match args.threads.index.as_deref() {
-        None if tables => Ok(Some(Index::Tree)),
-        None | Some("array") if !tables => Ok(None),
-        Some("tree") => Ok(Some(Index::Tree)),
+        None | Some("tree") => Ok(Some(Index::Tree)),
+        Some("array") if !tables => Ok(None),
         Some("array") => Ok(Some(Index::Array)),
         Some(other) => bail!("--index `{other}`: expected tree or array"),
-        None => unreachable!("handled above"),
     }
 }
 
@@ -199,18 +198,12 @@ fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(S
     }
 }
 
-/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): Silo over the
-/// storage engine, one run per thread count and (tpcc-hybrid) contention degree.
+/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): each protocol
+/// over the storage engine, one run per thread count and (tpcc-hybrid) contention degree.
 fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
     let t = &args.threads;
-    if protocols.iter().any(|&(protocol, reorder)| protocol != ProtocolKind::Silo || reorder) {
-        bail!(
-            "on tables (--index tree, and the tpcc workloads) the threads engine runs --protocol silo only so far; \
-             the other protocols run key-value workloads on --index array"
-        );
-    }
     if t.prefetch.iter().any(|&on| on) {
-        bail!("--prefetch is for the flat store (--index array)");
+        bail!("--prefetch is for the flat store: add --index array");
     }
     let thetas: Vec<f64> = if args.workload.is_tpcc() {
         if args.theta.len() > 1 {
@@ -228,9 +221,22 @@ fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)
                 let mut workload = args.workload.clone();
                 workload.binding = vec![binding.clone()];
                 workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-                for &threads in &t.threads {
-                    let config = TablesConfig { threads, index, ..TablesConfig::default() };
-                    let mut label = vec![("protocol".to_owned(), "silo".to_owned())];
+                for (&threads, &(protocol, reorder)) in
+                    t.threads.iter().flat_map(|threads| protocols.iter().map(move |p| (threads, p)))
+                {
+                    if protocol == ProtocolKind::Serial && threads != t.threads[0] {
+                        continue; // serial runs one thread whatever the sweep says
+                    }
+                    let config = TablesConfig {
+                        protocol,
+                        reorder,
+                        batch: (t.batch > 0).then_some(t.batch),
+                        threads,
+                        index,
+                        versions: t.versions,
+                        ..TablesConfig::default()
+                    };
+                    let mut label = vec![("protocol".to_owned(), config.label())];
                     if !args.workload.is_tpcc() {
                         label.push(("theta".into(), format!("{theta}")));
                     }
@@ -263,8 +269,14 @@ fn planned_table_run(
     for (name, value) in workload_args.describe() {
         knobs.insert(name.into(), value);
     }
-    knobs.insert("protocol".into(), "silo".into());
-    knobs.insert("reorder".into(), false.into());
+    knobs.insert("protocol".into(), config.label().into());
+    knobs.insert("reorder".into(), config.reorder.into());
+    if config.reorder {
+        knobs.insert("batch".into(), config.effective_batch().into());
+    }
+    if config.protocol != ProtocolKind::Silo {
+        knobs.insert("versions".into(), config.versions.into());
+    }
     knobs.insert("threads".into(), config.threads.into());
     knobs.insert("index".into(), config.index.name().into());
     knobs.insert("epoch_ms".into(), config.epoch_ms.into());
@@ -274,7 +286,7 @@ fn planned_table_run(
     if !workload_args.is_tpcc() {
         knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
     }
-    let info = args.run_info("threads", workload_args.name(), "silo".into(), theta, knobs);
+    let info = args.run_info("threads", workload_args.name(), config.label(), theta, knobs);
     let workload_args = workload_args.clone();
     Planned {
         info: info.clone(),
@@ -296,7 +308,8 @@ fn planned_table_run(
             let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
             bar.suspend(|| {
                 eprintln!(
-                    "silo on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                    config.label(),
                     config.index.name(),
                     report.load_s,
                     consistency.checked.join(", ")
@@ -309,10 +322,15 @@ fn planned_table_run(
                 let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
                 bar.suspend(|| {
                     eprintln!(
-                        "verified: {} committed transactions serializable ({} dependency edges; scans and absent \
-                         reads are not in this engine's histories yet)",
+                        "verified: {} committed transactions serializable ({} dependency edges; {} inserts, {} \
+                         deletes, {} scans of {} rows, {} absences seen by scans and absent reads)",
                         checked.transactions,
-                        checked.edges()
+                        checked.edges(),
+                        checked.inserts,
+                        checked.deletes,
+                        checked.scans,
+                        checked.scanned_rows,
+                        checked.scanned_absences + checked.ambiguous_absences
                     );
                 });
             }
