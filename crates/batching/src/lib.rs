@@ -57,6 +57,13 @@
 //! of two knobs. The price is that the engine always runs a step away from the centre; near
 //! the peak the step is small (5% at its floor by default) and so is the cost.
 //!
+//! **Where it runs.** The pipeline engine's drivers (`ordo-pipeline`, `driver/tuning.rs`: the
+//! storage and validator batch caps, as one knob when both are `auto`, and the threaded
+//! runtime's flush interval) and the PostgreSQL tier (`ordo-pgtier`, `tuning.rs`: batch size
+//! and group size) each feed a [`Tuner`] one window at a time, from counts their clients keep,
+//! and set the sizes it returns. A window there lasts a minimum time and then until it holds
+//! enough commits, so that a window's goodput is not mostly counting noise.
+//!
 //! The anchors: TiDB's PD client grows and shrinks its timestamp-request batch from what it
 //! observes; Omid closes a commit batch on size or on idle time; PostgreSQL's `commit_delay`
 //! waits for siblings only when enough of them are active. All three adapt a batch to load
