@@ -27,4 +27,4 @@ pub mod progress;
 pub mod result;
 
 pub use metrics::{AbortCause, Recorder, Window};
-pub use result::{Aggregate, BatchSizeSample, LatencySummary, RowRates, RunInfo, RunResult};
+pub use result::{Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult};

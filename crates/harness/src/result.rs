@@ -1,10 +1,16 @@
 //! Result records: one per run, or one per configuration averaged over `--runs N`.
 //!
 //! The JSON field names are a contract shared by every engine and by later tooling (the
-//! figure generator reads them back): `engine`, `workload`, `mode`, `theta`, `commits`,
-//! `throughput_tps`, `abort_rate`, `latency_us` {`mean`, `p50`, `p90`, `p95`, `p99`, `p999`,
-//! `max`}, plus the fields below. `abort_rate` is concurrency-control aborts over attempts
-//! (commits + aborts); user aborts are counted apart and are not in it.
+//! figure generator reads them back): `engine`, `workload`, `mode`, `config` {the knobs by
+//! name}, `theta`, `commits`, `throughput_tps`, `abort_rate`, `latency_us` {`mean`, `p50`,
+//! `p90`, `p95`, `p99`, `p999`, `max`}, plus the fields below. `abort_rate` is
+//! concurrency-control aborts over attempts (commits + aborts); user aborts are counted apart
+//! and are not in it.
+//!
+//! What was run is typed by the engine that ran it: a record is a `RunResult<C>` where `C`
+//! (the pipeline's, the thread engine's or the PostgreSQL tier's description, defined by the
+//! command line) converts to and from [`Description`], the shape every file shares. Code
+//! that reads results of any engine uses `RunResult<Description>`, the default.
 
 use std::collections::BTreeMap;
 
@@ -12,18 +18,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::{AbortCause, Recorder};
 
-/// What was run: engine, workload, mode, skew, seed and timing, plus engine-specific knobs.
+/// What one run was, in the shape every result file writes: the engine, the workload, the
+/// mode, and every other knob by name (`config`). Engines describe their runs with their own
+/// types and convert to and from this one (`#[serde(into = "Description", try_from =
+/// "Description")]`), so files keep one layout while code reads typed fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
+pub struct Description {
     pub engine: String,
     pub workload: String,
     pub mode: String,
+    /// Every other knob, as name -> value (batch sizes, algorithm, threads, ...).
+    pub config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What was run (`run`: engine, workload, mode and knobs, typed by the engine), at which skew,
+/// with which seed, for how long.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo<C = Description> {
+    #[serde(flatten)]
+    pub run: C,
     pub theta: f64,
     pub seed: u64,
     pub duration_s: f64,
     pub warmup_s: f64,
-    /// Every other knob, as name -> value (batch sizes, algorithm, threads, ...).
-    pub config: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -88,9 +105,9 @@ pub struct Spread {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunResult {
+pub struct RunResult<C = Description> {
     #[serde(flatten)]
-    pub info: RunInfo,
+    pub info: RunInfo<C>,
     /// How many runs this record averages (1 for a single run).
     pub runs: usize,
     pub commits: f64,
@@ -126,10 +143,10 @@ pub struct RunResult {
     pub batch_sizes: Vec<BatchSizeSample>,
 }
 
-impl RunResult {
+impl<C: Clone> RunResult<C> {
     /// Builds the record of one run from its merged recorder; `measured_s` is the length of
     /// the measurement window in seconds.
-    pub fn from_recorder(info: RunInfo, recorder: &Recorder, measured_s: f64, procedure_names: &[&str]) -> Self {
+    pub fn from_recorder(info: RunInfo<C>, recorder: &Recorder, measured_s: f64, procedure_names: &[&str]) -> Self {
         let commits = recorder.commits() as f64;
         let aborted = recorder.total_aborts() as f64;
         let histogram = recorder.latency_us();
@@ -199,29 +216,29 @@ impl RunResult {
     }
 
     /// The mean of several runs of the same configuration, with standard deviations.
-    pub fn aggregate(runs: &[RunResult]) -> RunResult {
+    pub fn aggregate(runs: &[RunResult<C>]) -> RunResult<C> {
         assert!(!runs.is_empty(), "aggregate of no runs");
         if runs.len() == 1 {
             return runs[0].clone();
         }
         let n = runs.len() as f64;
-        let mean = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / n;
-        let std = |f: &dyn Fn(&RunResult) -> f64| {
+        let mean = |f: &dyn Fn(&RunResult<C>) -> f64| runs.iter().map(f).sum::<f64>() / n;
+        let std = |f: &dyn Fn(&RunResult<C>) -> f64| {
             let m = mean(f);
             (runs.iter().map(|r| (f(r) - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
         };
-        let median = |f: &dyn Fn(&RunResult) -> f64| {
+        let median = |f: &dyn Fn(&RunResult<C>) -> f64| {
             let mut values: Vec<f64> = runs.iter().map(f).collect();
             values.sort_by(f64::total_cmp);
             let middle = values.len() / 2;
             if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
         };
         let median_run = {
-            let mut by_throughput: Vec<&RunResult> = runs.iter().collect();
+            let mut by_throughput: Vec<&RunResult<C>> = runs.iter().collect();
             by_throughput.sort_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps));
             by_throughput[by_throughput.len() / 2]
         };
-        let mean_map = |f: &dyn Fn(&RunResult) -> &BTreeMap<String, f64>| {
+        let mean_map = |f: &dyn Fn(&RunResult<C>) -> &BTreeMap<String, f64>| {
             let mut out: BTreeMap<String, f64> = BTreeMap::new();
             for run in runs {
                 for (k, v) in f(run) {
@@ -281,12 +298,17 @@ impl RunResult {
         }
     }
 
-    /// One flat row for CSV: `(column, value)` in a fixed order.
-    pub fn flat(&self) -> Vec<(String, String)> {
+    /// One flat row for CSV: `(column, value)` in a fixed order, the knobs last
+    /// (`config_<name>`).
+    pub fn flat(&self) -> Vec<(String, String)>
+    where
+        C: Into<Description>,
+    {
+        let described: Description = self.info.run.clone().into();
         let mut row: Vec<(String, String)> = vec![
-            ("engine".into(), self.info.engine.clone()),
-            ("workload".into(), self.info.workload.clone()),
-            ("mode".into(), self.info.mode.clone()),
+            ("engine".into(), described.engine),
+            ("workload".into(), described.workload),
+            ("mode".into(), described.mode),
             ("theta".into(), self.info.theta.to_string()),
             ("seed".into(), self.info.seed.to_string()),
             ("duration_s".into(), self.info.duration_s.to_string()),
@@ -332,7 +354,7 @@ impl RunResult {
             row.push(("abort_rate_std".into(), format!("{:.5}", s.abort_rate)));
             row.push(("latency_us_p99_std".into(), format!("{:.1}", s.latency_us_p99)));
         }
-        for (key, value) in &self.info.config {
+        for (key, value) in &described.config {
             row.push((format!("config_{key}"), value.to_string().trim_matches('"').to_owned()));
         }
         row
@@ -348,16 +370,13 @@ mod tests {
     use crate::metrics::Window;
 
     fn info() -> RunInfo {
-        RunInfo {
+        let run = Description {
             engine: "pipeline".into(),
             workload: "micro".into(),
             mode: "srvc".into(),
-            theta: 0.8,
-            seed: 1,
-            duration_s: 1.0,
-            warmup_s: 0.0,
-            config: BTreeMap::new(),
-        }
+            config: serde_json::Map::from_iter([("batch_size".to_owned(), 40.into())]),
+        };
+        RunInfo { run, theta: 0.8, seed: 1, duration_s: 1.0, warmup_s: 0.0 }
     }
 
     #[test]
@@ -380,8 +399,12 @@ mod tests {
         assert!((result.abort_rate - 1.0 / 101.0).abs() < 1e-12);
         assert_eq!(json["aborts"]["reorder"], 1.0);
         assert_eq!(json["commits_by_procedure"]["ReadWrite"], 100.0);
+        assert_eq!(json["config"]["batch_size"], 40, "knobs under `config`");
         let back: RunResult = serde_json::from_value(json).unwrap();
         assert_eq!(back, result);
+        let row = result.flat();
+        assert_eq!(row[..3].iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["pipeline", "micro", "srvc"]);
+        assert_eq!(row.last().unwrap(), &("config_batch_size".to_owned(), "40".to_owned()));
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! `ordo`: the command line of the ordo transaction-processing system.
 //!
-//! Each subcommand lives in its own module under `commands/`; this file only parses the
-//! command line and reports errors (`error: ...` on stderr, exit status 1, or the command's
+//! Each subcommand lives in its own module under `commands/`; this file only rewrites the old
+//! form `ordo bench --engine NAME` to the subcommand `ordo bench NAME` (`commands::bench::compat`),
+//! parses the command line and reports errors (`error: ...` on stderr, exit status 1, or the command's
 //! own status such as `ordo check`'s 2 for unreadable input; clap's own usage errors exit
 //! with 2).
 
 mod commands;
+#[cfg(test)]
+mod tests;
 
 use clap::{Parser, Subcommand};
 
@@ -23,8 +26,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with lists).
-    Bench(Box<commands::bench::BenchArgs>),
+    /// Run an engine on a workload and measure throughput, aborts and latency (sweeps with
+    /// lists): `ordo bench pipeline|threads|pg ...` (or `ordo bench --engine NAME ...`).
+    Bench(commands::bench::BenchArgs),
     /// The one-minute demonstration: base against srvc on the micro-benchmark at several skews.
     Headline(commands::headline::HeadlineArgs),
     /// Check that a recorded transaction history (JSON lines) is serializable.
@@ -46,7 +50,14 @@ fn main() {
     // panicking in `println!` (Rust ignores SIGPIPE by default). Result files are written as
     // runs finish, so nothing measured is lost.
     sigpipe::reset();
-    let cli = Cli::parse();
+    let args = match commands::bench::compat::rewrite(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Check(args) => commands::check::run(&args),

@@ -85,29 +85,52 @@ fn verify_checks_the_run_and_history_feeds_the_checker() {
 
 #[test]
 fn bad_configuration_fails_before_running() {
-    let cases: [(&[&str], &str); 11] = [
-        (&["--theta", "1.5"], "--theta"),
-        (&["--mode", "fast"], "unknown mode"),
-        (&["--batch-size", "20000"], "validator_batch_size"),
-        (&["--keys", "5"], "keys"),
-        (&["--workload", "tpch"], "unknown workload"),
-        (&["--engine", "quantum"], "unknown engine"),
-        (&["--cooldown=-1"], "--cooldown"),
-        (&["--placement", "client,processor"], "no thread hosts"),
-        (&["--policy", "kind"], "unknown policy"),
-        (&["--theta", "0.5,0.6", "--history", "h.jsonl"], "--history records one run"),
-        (&["--workload", "smallbank", "--mix", "1,2,3"], "six weights"),
+    // Exit status 2: the command line does not parse (clap names the flag and the values it
+    // takes); 1: it parses, but a value is out of range or the combination cannot run.
+    let cases: [(&[&str], i32, &str); 14] = [
+        (&["--theta", "1.5"], 1, "--theta"),
+        (&["--mode", "fast"], 2, "invalid value 'fast' for '--mode <MODE>'"),
+        (&["--mode", "fast"], 2, "[possible values: base, batch, sr, vc, srvc]"),
+        (&["--batch-size", "0"], 2, "expected `auto` or a whole number from 1 to 100000"),
+        (&["--batch-size", "20000"], 1, "--batch-size 20000: must be in 1..=10000"),
+        (&["--keys", "5"], 1, "keys"),
+        (&["--workload", "tpch"], 2, "invalid value 'tpch' for '--workload <WORKLOAD>'"),
+        (&["--engine", "quantum"], 1, "unknown engine"),
+        (&["--cooldown=-1"], 1, "--cooldown"),
+        (&["--placement", "client,processor"], 2, "no thread hosts"),
+        (&["--policy", "kind"], 2, "invalid value 'kind' for '--policy <POLICY>'"),
+        (&["--theta", "0.5,0.6", "--history", "h.jsonl"], 1, "--history records one run"),
+        (&["--workload", "smallbank", "--mix", "1,2,3"], 1, "six weights"),
+        (&["--protocol", "silo"], 2, "unexpected argument '--protocol'"),
     ];
-    for (args, expected) in cases {
-        ordo().arg("bench").args(args).args(SHORT).assert().code(1).stderr(contains(expected));
+    for (args, status, expected) in cases {
+        ordo().arg("bench").args(args).args(SHORT).assert().code(status).stderr(contains(expected));
     }
     ordo().args(["bench", "--concurrency", "lots"]).assert().code(2);
-    ordo()
-        .args(["bench", "--batch-size", "0"])
-        .assert()
-        .code(2)
-        .stderr(contains("expected `auto` or a whole number from 1 to 100000"));
     ordo().args(["bench", "--duration", "0"]).assert().code(1).stderr(contains("--duration"));
+    // The subcommand form takes the same flags.
+    ordo().args(["bench", "pipeline", "--mode", "fast"]).assert().code(2);
+    ordo().args(["bench", "pipeline", "--engine", "threads"]).assert().code(1).stderr(contains("give one of them"));
+}
+
+#[test]
+fn the_engine_flag_and_the_subcommand_run_the_same_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut records = Vec::new();
+    for form in [&["bench", "--engine", "threads"][..], &["bench", "threads"]] {
+        let json = dir.path().join(format!("{}.json", form.len()));
+        ordo()
+            .args(form)
+            .args(["--workload", "micro", "--keys", "1000", "--protocol", "silo,tictoc", "--json"])
+            .arg(&json)
+            .args(SHORT)
+            .assert()
+            .success();
+        let results: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        records.push(results.iter().map(|r| (r["mode"].clone(), r["config"].clone())).collect::<Vec<_>>());
+    }
+    assert_eq!(records[0], records[1]);
+    assert_eq!(records[0].len(), 2);
 }
 
 #[test]
@@ -125,6 +148,8 @@ fn flush_messages_overrides_the_mode_default() {
     let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let flushes: Vec<&Value> = records.iter().map(|r| &r["config"]["messages_per_flush"]).collect();
     assert_eq!(flushes, [8, 32]);
+    // 0 no longer means "the mode's default": leave the flag out for that.
+    ordo().args(["bench", "--flush-messages", "0"]).assert().code(2).stderr(contains("--flush-messages"));
 }
 
 #[test]

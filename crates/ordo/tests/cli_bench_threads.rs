@@ -77,26 +77,31 @@ fn history_feeds_the_checker() {
 
 #[test]
 fn bad_flags_fail_clearly() {
-    let cases: [(&[&str], &str); 9] = [
-        (&["--mode", "srvc"], "takes --protocol"),
-        (&["--protocol", "occ"], "unknown protocol `occ`"),
-        (&["--protocol", "reorder+serial"], "reorder runs over a concurrent protocol"),
-        (&["--threads", "0"], "threads"),
-        (&["--threads", "1000"], "threads"),
-        (&["--workload", "ycsb", "--records", "10", "--ops", "16"], "distinct keys"),
-        (&["--workload", "ycsb", "--read-ratio", "2"], "read-ratio"),
-        (&["--workload", "ycsb", "--write-kind", "sideways"], "expected rmw or blind"),
-        (&["--protocol", "mvcc_si", "--verify"], "does not promise"),
+    // Exit status 2: clap refuses the value and lists the ones it takes; 1: out of range.
+    let cases: [(&[&str], i32, &str); 11] = [
+        (&["--mode", "srvc"], 1, "takes --protocol"),
+        (&["--protocol", "occ"], 2, "invalid value 'occ' for '--protocol <PROTOCOL>'"),
+        (&["--protocol", "reorder+serial"], 2, "possible values: silo, tictoc"),
+        (&["--threads", "0"], 1, "--threads 0: must be in 1..=256"),
+        (&["--threads", "1000"], 1, "--threads 1000: must be in 1..=256"),
+        (&["--workload", "ycsb", "--records", "10", "--ops", "16"], 1, "distinct keys"),
+        (&["--workload", "ycsb", "--read-ratio", "2"], 1, "read-ratio"),
+        (&["--workload", "ycsb", "--write-kind", "sideways"], 2, "[possible values: rmw, blind]"),
+        (&["--protocol", "mvcc_si", "--verify"], 1, "does not promise"),
+        (&["--protocol", "reorder", "--batch", "0"], 2, "expected `auto` or a whole number from 1 to 100000"),
+        (&["--protocol", "reorder", "--batch", "auto"], 1, "--batch auto: this knob has no batch-size controller"),
     ];
-    for (args, expected) in cases {
-        ordo()
-            .args(["bench", "--engine", "threads"])
-            .args(args)
-            .args(SHORT)
-            .assert()
-            .code(1)
-            .stderr(contains(expected))
-            .stderr(contains("panicked").not());
+    for (args, status, expected) in cases {
+        for engine in [&["bench", "--engine", "threads"][..], &["bench", "threads"]] {
+            ordo()
+                .args(engine)
+                .args(args)
+                .args(SHORT)
+                .assert()
+                .code(status)
+                .stderr(contains(expected))
+                .stderr(contains("panicked").not());
+        }
     }
     ordo()
         .args(["bench", "--engine", "threadz"])

@@ -59,6 +59,6 @@ fn pipeline_experiments_resume_from_their_runs_log() {
 
 #[test]
 fn unknown_experiments_are_errors() {
-    ordo().args(["figures", "fig99"]).assert().code(1).stderr(contains("unknown experiment"));
+    ordo().args(["figures", "fig99"]).assert().code(2).stderr(contains("invalid value 'fig99'"));
     ordo().args(["figures", "fvs", "--runs", "0"]).assert().code(1).stderr(contains("--runs"));
 }

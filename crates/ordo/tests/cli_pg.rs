@@ -14,8 +14,8 @@ fn bad_pg_input_is_a_clear_error() {
     ordo()
         .args(["bench", "--engine", "pg", "--mode", "srvc"])
         .assert()
-        .failure()
-        .stderr(contains("expected nobatch, batch or reorder"));
+        .code(2)
+        .stderr(contains("[possible values: nobatch, batch, reorder]"));
     ordo()
         .args(["bench", "--engine", "pg", "--workload", "micro"])
         .assert()
@@ -24,8 +24,8 @@ fn bad_pg_input_is_a_clear_error() {
     ordo()
         .args(["bench", "--engine", "pg", "--isolation", "snapshot"])
         .assert()
-        .failure()
-        .stderr(contains("expected serializable or repeatable-read"));
+        .code(2)
+        .stderr(contains("[possible values: serializable, repeatable-read]"));
     // Grouping is for batch and reorder; nobatch runs one transaction at a time.
     ordo()
         .args(["bench", "--engine", "pg", "--mode", "nobatch,reorder", "--pg-group", "8"])
@@ -35,23 +35,39 @@ fn bad_pg_input_is_a_clear_error() {
     ordo()
         .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group", "0"])
         .assert()
-        .failure()
-        .stderr(contains("expected `auto` or a whole number from 1 to 100000"));
+        .code(2)
+        .stderr(contains("invalid value '0' for '--pg-group <PG_GROUP>'"));
     ordo()
-        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group-form", "batched"])
+        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group", "2000"])
         .assert()
-        .failure()
-        .stderr(contains("expected pipelined or function"));
+        .code(1)
+        .stderr(contains("--pg-group 2000: must be in 1..=1000"));
     ordo()
-        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-group-retry", "twice"])
+        .args(["bench", "pg", "--mode", "reorder", "--pg-group-form", "batched"])
         .assert()
-        .failure()
-        .stderr(contains("expected keep, halve or single"));
+        .code(2)
+        .stderr(contains("[possible values: pipelined, function]"));
     ordo()
-        .args(["bench", "--engine", "pg", "--mode", "reorder", "--pg-placement", "spread"])
+        .args(["bench", "pg", "--mode", "reorder", "--pg-group-retry", "twice"])
         .assert()
-        .failure()
-        .stderr(contains("--pg-placement `spread`: expected auto, components or thread-aware"));
+        .code(2)
+        .stderr(contains("[possible values: keep, halve, single]"));
+    ordo()
+        .args(["bench", "pg", "--mode", "reorder", "--pg-placement", "spread"])
+        .assert()
+        .code(2)
+        .stderr(contains("[possible values: auto, components, thread-aware]"));
+    // No flag takes 0 for "the default" or "unbounded": those are said by name.
+    ordo()
+        .args(["bench", "pg", "--pg-affinity-backlog", "0"])
+        .assert()
+        .code(2)
+        .stderr(contains("expected unbounded or a number"));
+    ordo()
+        .args(["bench", "pg", "--pg-deadlock-timeout-ms", "0"])
+        .assert()
+        .code(2)
+        .stderr(contains("expected server or a number of milliseconds"));
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     ordo()
         .args(["bench", "--engine", "pg", "--url", &format!("postgres://ordo:secret@127.0.0.1:{closed}/postgres")])

@@ -31,6 +31,19 @@ impl Isolation {
     }
 }
 
+/// `--isolation` on the command line: the names of [`Isolation::name`].
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Isolation {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Isolation::Serializable, Isolation::RepeatableRead]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(if *self == Isolation::RepeatableRead { value.alias("repeatable_read") } else { value })
+    }
+}
+
 impl std::str::FromStr for Isolation {
     type Err = PgError;
     fn from_str(s: &str) -> Result<Self> {

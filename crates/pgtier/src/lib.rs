@@ -76,7 +76,7 @@
 //! measures for the batch-size controller and the sizes it sets, no I/O), [`run`] (the driver).
 
 /// For an enum chosen by name on the command line: `ALL` (in the order an error lists them),
-/// `name`, and `FromStr`, from one list of variants and names.
+/// `name`, `FromStr` and (feature `clap`) `clap::ValueEnum`, from one list of variants and names.
 macro_rules! named {
     ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $ty {
@@ -93,6 +93,17 @@ macro_rules! named {
             type Err = String;
             fn from_str(s: &str) -> std::result::Result<Self, String> {
                 crate::parse_named(s, Self::ALL, Self::name)
+            }
+        }
+
+        #[cfg(feature = "clap")]
+        impl clap::ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                Self::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.name()))
             }
         }
     };

@@ -61,8 +61,6 @@ pub const GROUP_MAX_LIMIT: usize = 1000;
 /// Transactions per batch, where an `auto` batch size starts (and the closed-loop clients of an
 /// `auto` batch are twice this).
 pub const BATCH_SIZE_DEFAULT: usize = 50;
-/// The largest batch accepted.
-pub const BATCH_SIZE_LIMIT: usize = 100_000;
 /// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
 pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
 /// Connections.
@@ -75,6 +73,18 @@ const PROGRESS_US: u64 = 200_000;
 pub const ATTEMPTS_MAX: u32 = 10_000;
 /// After the run, how long retries may take to settle before they are reported failed.
 pub const DRAIN_MS_MAX: u64 = 10_000;
+/// Most connections (PostgreSQL's own `max_connections` is usually lower; the run checks it).
+pub const CONNECTIONS_MAX: usize = 1000;
+/// Largest batch, and most closed-loop clients of the rolling tier.
+pub const BATCH_SIZE_MAX: usize = 100_000;
+/// Most requests in flight per connection.
+pub const PIPELINE_DEPTH_MAX: usize = 1024;
+/// Longest a partial batch may wait (µs): one second.
+pub const BATCH_WAIT_US_MAX: u64 = 1_000_000;
+/// Longest a broken connection may take to come back (ms): one hour.
+pub const RECONNECT_TIMEOUT_MS_MAX: u64 = 3_600_000;
+/// Longest `deadlock_timeout` the tier sets (ms): one minute.
+pub const DEADLOCK_TIMEOUT_MS_MAX: u64 = 60_000;
 
 /// Everything that defines a tier run but the timing.
 #[derive(Debug, Clone)]
@@ -95,15 +105,15 @@ pub struct TierConfig {
     pub dispatch: Dispatch,
     /// Rolling dispatch: a partial batch goes out once its oldest transaction waited this long.
     pub batch_wait_us_max: u64,
-    /// Rolling dispatch: closed-loop clients, each with one transaction in the tier (0: twice
-    /// the batch size).
-    pub clients: usize,
+    /// Rolling dispatch: closed-loop clients, each with one transaction in the tier (`None`:
+    /// twice the batch size).
+    pub clients: Option<usize>,
     /// Rolling dispatch in reorder mode: send a planned queue to the connection already running
     /// transactions that write the same keys (off: to the shortest backlog).
     pub affinity: bool,
     /// Affinity prefers a connection only while fewer than this many transactions are queued or
-    /// running there (0: no bound).
-    pub affinity_backlog_max: usize,
+    /// running there (`None`: no bound).
+    pub affinity_backlog_max: Option<usize>,
     /// How reorder mode places a batch on the connections (`dispatch` module docs).
     pub placement: Placement,
     /// Transactions per server transaction (1: each its own, as in nobatch); batch and reorder
@@ -182,9 +192,9 @@ impl TierConfig {
             load: true,
             dispatch: Dispatch::Rolling,
             batch_wait_us_max: BATCH_WAIT_US_DEFAULT,
-            clients: 0,
+            clients: None,
             affinity: true,
-            affinity_backlog_max: 0,
+            affinity_backlog_max: None,
             placement: Placement::Components,
             group_max: BatchSize::Auto,
             group_form: GroupForm::Function,
@@ -194,18 +204,31 @@ impl TierConfig {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if self.connections == 0 || self.connections > 1000 {
-            return Err(PgError::invalid("connections", "must be between 1 and 1000"));
+        let within = |field: &'static str, value: usize, max: usize| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(PgError::invalid(field, format!("{value}: must be between 1 and {max}")))
+            }
+        };
+        within("connections", self.connections, CONNECTIONS_MAX)?;
+        within("batch size", self.batch_size.get().map_or(1, |size| size as usize), BATCH_SIZE_MAX)?;
+        within("clients", self.clients.unwrap_or(1), BATCH_SIZE_MAX)?;
+        within("pipeline depth", self.pipeline_depth, PIPELINE_DEPTH_MAX)?;
+        within("affinity backlog", self.affinity_backlog_max.unwrap_or(1), BATCH_SIZE_MAX)?;
+        if self.batch_wait_us_max > BATCH_WAIT_US_MAX {
+            return Err(PgError::invalid("batch wait", format!("at most {BATCH_WAIT_US_MAX} µs")));
         }
-        if self.batch_size.get().is_some_and(|size| size as usize > BATCH_SIZE_LIMIT) || self.clients > BATCH_SIZE_LIMIT
+        if self.reconnect_timeout_ms > RECONNECT_TIMEOUT_MS_MAX {
+            return Err(PgError::invalid("reconnect timeout", format!("at most {RECONNECT_TIMEOUT_MS_MAX} ms")));
+        }
+        if let Some(ms) = self.session.deadlock_timeout_ms
+            && !(1..=DEADLOCK_TIMEOUT_MS_MAX).contains(&ms)
         {
             return Err(PgError::invalid(
-                "batch size",
-                format!("batch size and clients must be at most {BATCH_SIZE_LIMIT}"),
+                "deadlock timeout",
+                format!("{ms} ms: must be between 1 and {DEADLOCK_TIMEOUT_MS_MAX}"),
             ));
-        }
-        if self.pipeline_depth == 0 {
-            return Err(PgError::invalid("pipeline depth", "must be at least 1"));
         }
         if let Some(group) = self.group_max.get() {
             if group as usize > GROUP_MAX_LIMIT {
@@ -231,7 +254,7 @@ impl TierConfig {
             return Err(PgError::invalid("tuning window", "must satisfy 0 < window_us <= window_us_max <= 60 s"));
         }
         for (field, controller, limit) in
-            [("tuning.batch", &tuning.batch, BATCH_SIZE_LIMIT), ("tuning.group", &tuning.group, GROUP_MAX_LIMIT)]
+            [("tuning.batch", &tuning.batch, BATCH_SIZE_MAX), ("tuning.group", &tuning.group, GROUP_MAX_LIMIT)]
         {
             controller.validate().map_err(|e| PgError::invalid(field, e.to_string()))?;
             if controller.batch_size_max as usize > limit {
@@ -256,11 +279,7 @@ impl TierConfig {
     /// Closed-loop clients of the rolling tier: `clients`, or twice the batch size (for an
     /// `auto` batch size, twice where it starts; the search never exceeds them).
     pub fn effective_clients(&self) -> usize {
-        if self.clients == 0 {
-            2 * self.batch_size.or(self.tuning.batch.batch_size_initial) as usize
-        } else {
-            self.clients
-        }
+        self.clients.unwrap_or_else(|| 2 * self.batch_size.or(self.tuning.batch.batch_size_initial) as usize)
     }
 
     /// Transactions per server transaction the tier starts with: 1 where grouping is
@@ -1060,7 +1079,7 @@ async fn rolling_tier(
                     .max_by_key(|&lane| {
                         // `batch` mode does not look at conflicts, so affinity is reorder's alone; a
                         // connection with a long backlog is not preferred (its queue would only grow).
-                        let bounded = config.affinity_backlog_max == 0 || lane_load[lane] < config.affinity_backlog_max;
+                        let bounded = config.affinity_backlog_max.is_none_or(|max| lane_load[lane] < max);
                         let affinity =
                             if config.affinity && config.mode == Mode::Reorder && bounded { overlap(lane) } else { 0 };
                         (affinity, std::cmp::Reverse(lanes.queues[lane].borrow().len()))

@@ -188,7 +188,7 @@ fn grouped_runs_conserve_money_and_report_each_transaction_once() {
         // placement consults); the others the default components placement.
         if seed == 44 {
             config.placement = Placement::ThreadAware;
-            config.affinity_backlog_max = 6;
+            config.affinity_backlog_max = Some(6);
         }
         let report = run(&config, seed, 600).unwrap_or_else(|e| panic!("{what}: {e}"));
         check_exactly_once(&report, &what);

@@ -95,6 +95,18 @@ impl FromStr for Mode {
     }
 }
 
+/// `--mode` on the command line: the names of [`Mode::name`].
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Mode::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ConfigError {
     #[error("invalid {field}: {reason}")]
@@ -107,7 +119,13 @@ pub const CONCURRENCY_MAX: usize = 100_000;
 /// Largest storage or validator batch: a validator batch's dependency graph takes `n^2` bits
 /// and its plan grows faster than linearly.
 pub const BATCH_SIZE_MAX: usize = 10_000;
-/// Largest flush interval, in messages (a thread's outboxes hold what it sent meanwhile).
+/// Most instances of one component (clients, processors, storage partitions, reorder workers).
+/// Every processor keeps a queue per storage partition, so their product must stay small; and
+/// two cores keep a handful of them busy at most.
+pub const COMPONENTS_MAX: usize = 256;
+/// Longest a partial batch may wait for more requests (µs): one second.
+pub const BATCH_WAIT_US_MAX: u64 = 1_000_000;
+/// Largest flush interval (messages a runtime thread handles before flushing its outboxes).
 pub const MESSAGES_PER_FLUSH_MAX: usize = ordo_batching::BATCH_SIZE_MAX as usize;
 /// Shortest and longest measurement window of the batch-size controller.
 pub const TUNING_WINDOW_US_MIN: u64 = 100;
@@ -237,7 +255,7 @@ impl Default for Tuning {
 }
 
 /// Every knob of the pipeline engine.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PipelineConfig {
     pub mode: Mode,
     /// Live transactions in the system (the paper's concurrency level).
@@ -394,7 +412,8 @@ impl PipelineConfig {
         knobs
     }
 
-    /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`]).
+    /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`],
+    /// [`COMPONENTS_MAX`], [`BATCH_WAIT_US_MAX`], [`MESSAGES_PER_FLUSH_MAX`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = |field: &'static str, value: usize| {
             if value == 0 { Err(ConfigError::Invalid { field, reason: "must be at least 1".into() }) } else { Ok(()) }
@@ -404,25 +423,30 @@ impl PipelineConfig {
         positive("processors", self.processors)?;
         positive("storage_workers", self.storage_workers)?;
         positive("reorder_workers", self.reorder_workers)?;
-        for (field, value) in [
-            ("clients", self.clients),
-            ("processors", self.processors),
-            ("storage_workers", self.storage_workers),
-            ("reorder_workers", self.reorder_workers),
-        ] {
-            if value > usize::from(u16::MAX) {
-                return Err(ConfigError::Invalid { field, reason: format!("{value} is more than 65535") });
-            }
-        }
         let fixed = |size: BatchSize| size.get().map_or(0, |size| size as usize);
         for (field, value, max) in [
             ("concurrency", self.concurrency, CONCURRENCY_MAX),
+            ("clients", self.clients, COMPONENTS_MAX),
+            ("processors", self.processors, COMPONENTS_MAX),
+            ("storage_workers", self.storage_workers, COMPONENTS_MAX),
+            ("reorder_workers", self.reorder_workers, COMPONENTS_MAX),
             ("storage_batch_size", fixed(self.storage_batch_size), BATCH_SIZE_MAX),
             ("validator_batch_size", fixed(self.validator_batch_size), BATCH_SIZE_MAX),
             ("messages_per_flush", fixed(self.messages_per_flush), MESSAGES_PER_FLUSH_MAX),
         ] {
             if value > max {
                 return Err(ConfigError::Invalid { field, reason: format!("{value} is more than the limit of {max}") });
+            }
+        }
+        for (field, value) in [
+            ("storage_batch_wait_us_max", self.storage_batch_wait_us_max),
+            ("validator_batch_wait_us_max", self.validator_batch_wait_us_max),
+        ] {
+            if value > BATCH_WAIT_US_MAX {
+                return Err(ConfigError::Invalid {
+                    field,
+                    reason: format!("{value} µs is more than the limit of {BATCH_WAIT_US_MAX}"),
+                });
             }
         }
         if self.clients > self.concurrency {
@@ -549,5 +573,20 @@ mod tests {
         assert!(bad.validate().is_err(), "the search may not leave the engine's own limit");
         let bad = PipelineConfig { clients: 400, ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
+        let bad = PipelineConfig { processors: COMPONENTS_MAX + 1, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+        let bad = PipelineConfig { validator_batch_wait_us_max: BATCH_WAIT_US_MAX + 1, ..PipelineConfig::default() };
+        assert!(bad.validate().is_err());
+        assert!(BatchSize::fixed(MESSAGES_PER_FLUSH_MAX as u32 + 1).is_none(), "no flush interval above the limit");
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn command_line_names_are_the_parsers() {
+        use clap::ValueEnum;
+        for mode in Mode::ALL {
+            let name = mode.to_possible_value().unwrap();
+            assert_eq!(name.get_name().parse::<Mode>().unwrap(), mode);
+        }
     }
 }

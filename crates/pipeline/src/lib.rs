@@ -41,8 +41,8 @@ pub mod storage;
 pub mod validator;
 
 pub use config::{
-    CONCURRENCY_DEFAULT, ConfigError, Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, Placement, Role,
-    Tuning,
+    BATCH_SIZE_MAX, BATCH_WAIT_US_MAX, COMPONENTS_MAX, CONCURRENCY_DEFAULT, CONCURRENCY_MAX, ConfigError,
+    MESSAGES_PER_FLUSH_MAX, Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, PipelineConfig, Placement, Role, Tuning,
 };
 pub use driver::simulation::{ServiceModel, SimulationConfig, SimulationError, SimulationReport, simulate};
 pub use driver::threaded::{ThreadedReport, ThreadedRun, run_threaded};

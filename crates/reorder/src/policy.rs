@@ -115,6 +115,25 @@ impl FromStr for Policy {
     }
 }
 
+/// `--policy` on the command line: the names of [`Policy::name`], with the aliases `FromStr`
+/// accepts.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Policy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Policy::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(match self {
+            Policy::MaxDegree => value.aliases(["max", "max_degree"]),
+            Policy::SumDegree => value.aliases(["sum", "sum_degree"]),
+            Policy::ProdDegree => value.aliases(["prod", "prod_degree", "mc"]),
+            _ => value,
+        })
+    }
+}
+
 /// Per-transaction facts a policy may use besides the degrees.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VertexMeta {
@@ -166,6 +185,20 @@ mod tests {
         assert_eq!("mc".parse::<Policy>().unwrap(), Policy::ProdDegree);
         assert_eq!("prod_degree".parse::<Policy>().unwrap(), Policy::ProdDegree);
         assert!(matches!("fastest".parse::<Policy>(), Err(ReorderError::UnknownPolicy { .. })));
+    }
+
+    /// The command line's names and aliases are the ones `FromStr` accepts, for the same policy.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn command_line_names_are_the_parsers() {
+        use clap::ValueEnum;
+        for policy in Policy::ALL {
+            let value = policy.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), policy.name());
+            for name in value.get_name_and_aliases() {
+                assert_eq!(name.parse::<Policy>().unwrap(), policy, "{name}");
+            }
+        }
     }
 
     #[test]

@@ -140,6 +140,39 @@ fn labels_round_trip() {
     }
     assert!(FvsConfig::from_label("greedy_sort_k0", Policy::ProdDegree).is_err());
     assert!(FvsConfig::from_label("hybrid_x", Policy::ProdDegree).is_err());
+    assert!(FvsConfig::from_label("greedy_sort[rct", Policy::ProdDegree).is_err());
+    assert!(FvsConfig::from_label("greedy_prod[rct]", Policy::ProdDegree).is_err(), "greedy_prod fixes its policy");
+}
+
+/// Every configuration's label parses back to it, given the policy when the label does not
+/// name one (results record the label and the policy).
+#[test]
+fn every_label_parses_back_to_its_configuration() {
+    let algorithms = [
+        Algorithm::Search,
+        Algorithm::GreedyScc,
+        Algorithm::GreedySort,
+        Algorithm::Hybrid { max_exact: 20 },
+        Algorithm::HybridSort { max_exact: 32 },
+        Algorithm::Random { tries: 3 },
+    ];
+    for algorithm in algorithms {
+        for policy in Policy::ALL {
+            if matches!(algorithm, Algorithm::Random { .. }) != (policy == Policy::Random) {
+                continue;
+            }
+            for multi_factor in [1, 2, 5] {
+                for minimize in [false, true] {
+                    let config = FvsConfig { algorithm, policy, multi_factor, minimize, ..FvsConfig::default() };
+                    let label = config.label();
+                    let back = FvsConfig::from_label(&label, policy).unwrap_or_else(|e| panic!("{label}: {e}"));
+                    let shown_k = matches!(algorithm, Algorithm::GreedySort | Algorithm::HybridSort { .. });
+                    let expected = FvsConfig { multi_factor: if shown_k { multi_factor } else { 2 }, ..config };
+                    assert_eq!(back, expected, "{label}");
+                }
+            }
+        }
+    }
 }
 
 #[test]

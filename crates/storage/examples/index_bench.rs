@@ -5,7 +5,10 @@
 //! ```
 //! (defaults: 10,000,000 keys, 10,000,000 lookups). It loads keys `0..KEYS` three ways (bulk
 //! from a sorted iterator, one insert at a time in ascending order, and a record arena of
-//! YCSB-sized records), then looks up uniformly random keys. For instruction counts, which
+//! YCSB-sized records), then looks up uniformly random keys, then runs YCSB E's scans (from a
+//! uniformly random key, 1..=100 rows, ascending; LOOKUPS / 10 of them) and long scans
+//! (1..=20,000 rows; LOOKUPS / 1000) and reports the rows they return per second beside the
+//! lookups per second, and the time per leaf. For instruction counts, which
 //! stay comparable on a loaded machine, run the lookups alone under callgrind:
 //! ```text
 //! valgrind --tool=callgrind --cache-sim=yes --toggle-collect='*lookups*' \
@@ -17,13 +20,17 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use ordo_storage::index::node::{LEAF_KEYS_MAX, NODE_LINES};
-use ordo_storage::{OrderedIndex, Records};
+use ordo_storage::{Direction, OrderedIndex, Records};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Words of a YCSB record (ten 100-byte fields and a header word, as the engines lay it out).
 const YCSB_RECORD_WORDS: usize = 10 * 100 / 8 + 1;
 const SEED: u64 = 42;
+/// Longest scan, as YCSB E's.
+const SCAN_ROWS_MAX: u64 = 100;
+/// Longest long scan (to measure the cost per leaf).
+const LONG_SCAN_ROWS_MAX: u64 = 20_000;
 
 fn argument(position: usize, default: u64) -> Result<u64, String> {
     match std::env::args().nth(position) {
@@ -44,6 +51,32 @@ fn lookups(index: &OrderedIndex, keys: u64, count: u64) -> u64 {
         checksum = checksum.wrapping_add(index.get(key).unwrap_or(u64::MAX));
     }
     checksum
+}
+
+/// Runs `count` ascending scans from uniformly random keys below `keys`, each of
+/// `1..=rows_max` rows; returns the rows visited and the leaves reported.
+#[inline(never)]
+fn scans(index: &OrderedIndex, keys: u64, count: u64, rows_max: u64) -> (u64, u64) {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(SEED + 1);
+    let (mut rows, mut leaves) = (0u64, 0u64);
+    for _ in 0..count {
+        let start = rng.random_range(0..keys);
+        let length = rng.random_range(1..=rows_max);
+        let mut left = length;
+        index.scan(
+            start,
+            u64::MAX,
+            Direction::Ascending,
+            &mut |_, value| {
+                rows += 1;
+                black_box(value);
+                left -= 1;
+                left > 0
+            },
+            &mut |_| leaves += 1,
+        );
+    }
+    (rows, leaves)
 }
 
 /// Inserts keys `0..keys` one at a time in ascending order.
@@ -99,6 +132,23 @@ fn main() -> ExitCode {
         count as f64 / lookup_s / 1e6,
         lookup_s * 1e9 / count as f64
     );
+
+    // YCSB E's scans, then long ones whose cost is per leaf rather than per descent.
+    for (rows_max, scan_count) in [(SCAN_ROWS_MAX, count / 10), (LONG_SCAN_ROWS_MAX, count / 1000)] {
+        let scan_count = scan_count.max(1);
+        let start = Instant::now();
+        let (rows, leaves) = scans(&index, keys, scan_count, rows_max);
+        let scan_s = start.elapsed().as_secs_f64();
+        println!(
+            "scans (1..={rows_max}): {scan_s:.3} s ({:.2} M rows/s, {:.1} ns per row, {:.0} ns per leaf, {:.0} ns per \
+             scan, {:.2} leaves per scan)",
+            rows as f64 / scan_s / 1e6,
+            scan_s * 1e9 / rows as f64,
+            scan_s * 1e9 / leaves as f64,
+            scan_s * 1e9 / scan_count as f64,
+            leaves as f64 / scan_count as f64
+        );
+    }
     ExitCode::SUCCESS
 }
 

@@ -43,6 +43,56 @@ fn an_insert_into_a_scanned_range_changes_a_reported_version() {
     }
 }
 
+/// Scans that cross inner nodes (they continue from the lowest inner node whose range holds
+/// the next key, not from the root) report every leaf of their range once, in order, with
+/// its current version, visit every key, and any insert between the range's ends changes one
+/// of the reported versions.
+#[test]
+fn a_scan_across_inner_nodes_reports_every_leaf_once_and_misses_no_insert() {
+    // 400k keys: about 6,500 leaves under 100+ level-1 nodes, so both continuations (to a
+    // sibling leaf and up through a level-1 boundary) happen many times.
+    let count = 400_000u64;
+    let index = evens(count);
+    assert!(index.check_structure().height >= 2);
+    for direction in [Direction::Ascending, Direction::Descending] {
+        let (low, high) = (3, 2 * count - 5);
+        let mut keys = Vec::new();
+        let mut leaves = Vec::new();
+        index.scan(
+            low,
+            high,
+            direction,
+            &mut |key, _| {
+                keys.push(key);
+                true
+            },
+            &mut |leaf| leaves.push(leaf),
+        );
+        let mut expected: Vec<u64> = (0..count).map(|i| 2 * i).filter(|key| (low..=high).contains(key)).collect();
+        if direction == Direction::Descending {
+            expected.reverse();
+        }
+        assert_eq!(keys, expected, "{direction:?}: keys visited");
+        let mut expected_leaves: Vec<LeafVersion> = Vec::new();
+        for &key in &expected {
+            let leaf = index.leaf_of(key);
+            if expected_leaves.last() != Some(&leaf) {
+                expected_leaves.push(leaf);
+            }
+        }
+        assert_eq!(leaves, expected_leaves, "{direction:?}: leaves reported");
+        // An insert at a few places in the range, each into a fresh copy of the scan's view.
+        for odd in [low, 2 * 62 * 61 + 1, count - 1, 2 * count - 7] {
+            let before = index.leaf_of(odd);
+            index.insert(odd, 0).expect("absent");
+            assert!(leaves.contains(&before), "{direction:?}: the leaf of {odd} was not reported");
+            assert_eq!(changed(&index, &leaves), 1, "{direction:?}: the insert of {odd} changed no reported leaf");
+            assert!(index.remove(odd, 0));
+            leaves = scan_leaves(&index, low, high, direction);
+        }
+    }
+}
+
 #[test]
 fn a_scan_stopped_early_reports_the_leaf_it_stopped_in() {
     let index = evens(10_000);

@@ -86,8 +86,17 @@ impl TableWorkload for Queue {
 
 const QUEUE_STEPS: usize = 20_000;
 
+/// The tests of this file run one at a time: reuse waits for every pinned thread to move on,
+/// and another test's threads pinning meanwhile would only make the bounds depend on timing.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn a_queue_keeps_records_and_versions_bounded() {
+    let _one_at_a_time = exclusive();
     for isolation in [Isolation::Snapshot, Isolation::SerialSafetyNet] {
         let workload = Queue::new(100);
         let mvcc = MvccTables::load(&workload, Index::Tree, 1, Epochs::clock(1), isolation, 8).unwrap();
@@ -124,6 +133,7 @@ fn overwrite(mvcc: &MvccTables, worker: &mut ordo_threads::tables::MvccWorker, v
 
 #[test]
 fn an_old_snapshot_holds_versions_until_the_cap_then_aborts_as_too_old() {
+    let _one_at_a_time = exclusive();
     const CAP: usize = 16;
     for isolation in [Isolation::Snapshot, Isolation::SerialSafetyNet] {
         let workload = Queue::new(10);
@@ -178,6 +188,7 @@ const SHARED_QUEUE_ATTEMPTS_MAX: u32 = 100_000;
 
 #[test]
 fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
+    let _one_at_a_time = exclusive();
     for isolation in [Isolation::Snapshot, Isolation::SerialSafetyNet] {
         let workload = Queue::new(100);
         let mvcc = MvccTables::load(&workload, Index::Tree, 1, Epochs::clock(1), isolation, 8).unwrap();
@@ -212,7 +223,10 @@ fn two_workers_sharing_a_queue_keep_it_contiguous_and_bounded() {
         assert_eq!(rows.keys().copied().collect::<Vec<_>>(), (total + 1..=total + 100).collect::<Vec<_>>());
         let table = mvcc.database().table(ITEMS);
         let (heads, versions) = (table.records.allocated(), table.versions().allocated());
-        assert!(heads < total / 2, "{isolation:?}: {heads} heads for a queue of 100 after {total} steps");
-        assert!(versions < total / 2, "{isolation:?}: {versions} versions for a queue of 100 after {total} steps");
+        // Without reuse every step would take a head and three versions. With it, how many are
+        // allocated depends on how often both workers were unpinned at once (ids come back only
+        // then), which a loaded machine delays: the bound catches a leak, not a slow epoch.
+        assert!(heads < total * 3 / 4, "{isolation:?}: {heads} heads for a queue of 100 after {total} steps");
+        assert!(versions < total * 2, "{isolation:?}: {versions} versions for a queue of 100 after {total} steps");
     }
 }

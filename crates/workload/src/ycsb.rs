@@ -25,7 +25,7 @@
 //! YCSB's core workloads A-F by name, on tables, are [`YcsbCore`] (module `core_workloads`):
 //! A, B, C, F and custom mixes are this workload; D and E add inserts and scans.
 
-use rand::Rng;
+use rand::{Rng, RngCore};
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
@@ -128,6 +128,9 @@ impl YcsbConfig {
 pub struct Ycsb {
     config: YcsbConfig,
     zipf: Zipf,
+    /// `read_ratio · 2^53` rounded up: a request writes when the 53 high bits of a random
+    /// `u64` are at least this (exactly when `rng.random::<f64>() >= read_ratio`).
+    read_threshold: u64,
 }
 
 /// FNV-1a over the 8 bytes of `x`, as YCSB's `Utils.fnvhash64`.
@@ -140,7 +143,9 @@ pub fn fnv1a64(x: u64) -> u64 {
 impl Ycsb {
     pub fn new(config: YcsbConfig) -> Result<Self, WorkloadError> {
         config.validate()?;
-        Ok(Ycsb { config, zipf: Zipf::new(config.records, config.theta)? })
+        // Exact: scaling by a power of two loses nothing, and `read_ratio` is in [0, 1].
+        let read_threshold = (config.read_ratio * (1u64 << 53) as f64).ceil() as u64;
+        Ok(Ycsb { config, zipf: Zipf::new(config.records, config.theta)?, read_threshold })
     }
 
     pub fn config(&self) -> &YcsbConfig {
@@ -186,15 +191,26 @@ impl Workload for Ycsb {
         txn.keys.clear();
         txn.flags = 0;
         txn.amount = rng.random_range(0..1_000_000);
-        while txn.keys.len() < self.config.ops {
-            let key = self.key_of_rank(self.zipf.sample(rng));
-            if txn.keys.contains(&key) {
-                continue;
+        // The ranks are drawn as a batch (the same i.i.d. draws as one at a time); a rank
+        // whose key is already taken is replaced by a fresh draw.
+        let ops = self.config.ops;
+        let mut ranks = [0u64; YCSB_OPS_MAX];
+        self.zipf.sample_into(rng, &mut ranks[..ops]);
+        let mut drawn = ranks[..ops].iter();
+        while txn.keys.len() < ops {
+            let rank = drawn.next().copied().unwrap_or_else(|| self.zipf.sample(rng));
+            let key = self.key_of_rank(rank);
+            // Without early exit: the scan of at most 64 keys vectorizes.
+            if txn.keys.iter().fold(0u8, |taken, &other| taken | u8::from(other == key)) == 0 {
+                txn.keys.push(key);
             }
-            if rng.random::<f64>() >= self.config.read_ratio {
-                txn.flags |= 1 << txn.keys.len();
-            }
-            txn.keys.push(key);
+        }
+        // Request i writes when a uniform f64 in [0, 1) is at least the read ratio, compared
+        // in integers (the f64 is its 53 high bits over 2^53), and without a branch, which at
+        // a read ratio of one half would mispredict every other request.
+        for i in 0..ops {
+            let writes = rng.next_u64() >> 11 >= self.read_threshold;
+            txn.flags |= u64::from(writes) << i;
         }
     }
 
@@ -271,6 +287,29 @@ mod tests {
                 assert_eq!(value, expected);
             }
             assert_eq!(fr.len(), if kind == WriteKind::Rmw { 16 } else { 16 - fw.len() });
+        }
+    }
+
+    #[test]
+    fn the_integer_write_test_is_the_float_one() {
+        for read_ratio in [0.0, 0.1, 0.5, 0.95, 1.0, 1.0 / 3.0] {
+            let ycsb = Ycsb::new(YcsbConfig { records: 10_000, read_ratio, ..YcsbConfig::default() }).unwrap();
+            let mut rng = rng_from_seed(1);
+            for _ in 0..100_000 {
+                let bits = rng.next_u64();
+                let float = (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+                assert_eq!(
+                    bits >> 11 >= ycsb.read_threshold,
+                    float >= read_ratio,
+                    "ratio {read_ratio}, bits {bits:#x}"
+                );
+            }
+            // The boundary itself.
+            let at = ycsb.read_threshold;
+            if at > 0 && at < 1 << 53 {
+                assert!((at as f64) * (1.0 / (1u64 << 53) as f64) >= read_ratio);
+                assert!(((at - 1) as f64) * (1.0 / (1u64 << 53) as f64) < read_ratio);
+            }
         }
     }
 

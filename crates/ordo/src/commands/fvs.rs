@@ -20,10 +20,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use ordo_reorder::{
-    DependencyGraph, FvsConfig, Plan, Policy, Reorderer, SEARCH_NODE_BUDGET_DEFAULT, TxnFootprint, VertexMeta,
-};
+use ordo_reorder::{DependencyGraph, Plan, Reorderer, TxnFootprint, VertexMeta};
 use serde::{Deserialize, Serialize};
+
+use super::reorder_args::ReorderArgs;
 
 /// Largest batch `ordo fvs` accepts (the graph is a bit matrix: 2 x n² bits).
 const BATCH_TRANSACTIONS_MAX: usize = 20_000;
@@ -37,61 +37,6 @@ pub struct FvsArgs {
     /// Print the plan as JSON (`abort` and `order` arrays of input positions).
     #[arg(long)]
     pub json: bool,
-}
-
-/// How to reorder a batch; shared by every command that reorders.
-#[derive(Debug, Clone, Args)]
-pub struct ReorderArgs {
-    /// Feedback vertex set algorithm: search, greedy_scc, greedy_max, greedy_sum, greedy_prod,
-    /// greedy_sort, hybrid_<m>, hybrid_sort_<m>, random, random_<n>.
-    #[arg(long, default_value = "hybrid_sort_32")]
-    pub algorithm: String,
-    /// Which transaction to abort first: random, max-degree, sum-degree, prod-degree, rct,
-    /// rdeg, value. Defaults to what the algorithm implies, else prod-degree.
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// Vertices the sort-based greedy aborts per round (k).
-    #[arg(long, default_value_t = 2)]
-    pub multi_factor: usize,
-    /// Return aborted transactions whose return keeps the graph acyclic (minimal FVS).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub minimize: bool,
-    /// Search-tree nodes the exact search may visit before falling back to greedy.
-    #[arg(long, default_value_t = SEARCH_NODE_BUDGET_DEFAULT)]
-    pub search_budget: u64,
-    /// Seed for the random policy.
-    #[arg(long, default_value_t = 1)]
-    pub reorder_seed: u64,
-}
-
-impl ReorderArgs {
-    pub fn config(&self) -> Result<FvsConfig> {
-        let (algorithm, implied) = ordo_reorder::Algorithm::parse(&self.algorithm)?;
-        let policy = match (&self.policy, implied) {
-            (Some(name), Some(implied)) => {
-                let policy: Policy = name.parse()?;
-                if policy != implied {
-                    bail!(
-                        "--algorithm {} fixes the policy to {implied}; use --algorithm greedy_scc --policy {policy}",
-                        self.algorithm
-                    );
-                }
-                policy
-            }
-            (Some(name), None) => name.parse()?,
-            (None, implied) => implied.unwrap_or(Policy::ProdDegree),
-        };
-        let config = FvsConfig {
-            algorithm,
-            policy,
-            multi_factor: self.multi_factor,
-            minimize: self.minimize,
-            search_node_budget: self.search_budget,
-            seed: self.reorder_seed,
-        };
-        config.validate()?;
-        Ok(config)
-    }
 }
 
 #[derive(Debug, Deserialize)]

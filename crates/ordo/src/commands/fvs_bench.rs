@@ -18,35 +18,40 @@ use serde::Serialize;
 
 use ordo_harness::output::{Table, write_csv, write_json};
 
+use super::bench::RUNS_MAX;
+use super::bench::values::within;
+use super::reorder_args::{AlgorithmLabel, SEARCH_BUDGET_MAX};
+
 /// The paper's algorithms (Fig. 5-6) followed by ordo's variants with the minimality pass.
 const DEFAULT_ALGORITHMS: &str = "search,greedy_max,greedy_sum,greedy_prod,greedy_sort,hybrid_10,hybrid_15,hybrid_20,\
 random,random_3,greedy_prod+min,greedy_sort+min,hybrid_sort_32";
 
 #[derive(Debug, Args)]
 pub struct FvsBenchArgs {
-    /// Transactions per batch.
+    /// Transactions per batch, 1..=10000.
     #[arg(long, default_value_t = 40)]
     pub batch_size: usize,
-    /// Batches per θ.
+    /// Batches per θ, 1..=1000000.
     #[arg(long, default_value_t = 10_000)]
     pub batches: usize,
-    /// Zipf skews to run, comma separated.
+    /// Zipf skews to run, comma separated, each in [0, 1).
     #[arg(long, value_delimiter = ',', default_value = "0.5,0.6,0.7,0.8,0.9")]
     pub theta: Vec<f64>,
-    /// Keys in the micro-benchmark table.
+    /// Keys in the micro-benchmark table, at most 100000000.
     #[arg(long, default_value_t = 100_000)]
     pub keys: u64,
-    /// Algorithms as `<name>[_k<k>][+min]`, comma separated.
+    /// Algorithms as `<name>[_k<k>][+min]`, comma separated (at most 64).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_ALGORITHMS)]
-    pub algorithms: Vec<String>,
-    /// Search-tree nodes the exact search may visit per batch before falling back.
+    pub algorithms: Vec<AlgorithmLabel>,
+    /// Search-tree nodes the exact search may visit per batch before falling back,
+    /// 1..=1000000000.
     #[arg(long, default_value_t = ordo_reorder::SEARCH_NODE_BUDGET_DEFAULT)]
     pub search_budget: u64,
     /// Seed of the workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Repeat the timing this many times over the same batches and report the median of the
-    /// per-run figures (FVS sizes do not change between runs).
+    /// Repeat the timing this many times (1..=1000) over the same batches and report the
+    /// median of the per-run figures (FVS sizes do not change between runs).
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Write the records as JSON to this file (`-` or no value: stdout, instead of the table).
@@ -113,40 +118,33 @@ pub fn run(args: &FvsBenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Largest batch: its dependency graph takes `n^2` bits, and every batch is kept for the runs.
+/// Largest batch: its dependency graph takes `n^2` bits.
 const BATCH_SIZE_MAX: usize = 10_000;
-/// Most batches per θ (all are generated up front and kept).
+/// Most batches per θ (every algorithm keeps a size and a time per batch).
 const BATCHES_MAX: usize = 1_000_000;
+/// Most algorithms compared at once.
+const ALGORITHMS_MAX: usize = 64;
+/// Most skews in one command.
+const THETAS_MAX: usize = 1_000;
 
-fn validate(args: &FvsBenchArgs) -> Result<Vec<FvsConfig>> {
-    if args.batch_size == 0 || args.batch_size > BATCH_SIZE_MAX {
-        bail!("--batch-size {}: must be in 1..={BATCH_SIZE_MAX}", args.batch_size);
-    }
-    if args.batches > BATCHES_MAX {
-        bail!("--batches {}: at most {BATCHES_MAX}", args.batches);
-    }
-    if args.batches == 0 {
-        bail!("--batches must be at least 1");
-    }
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    if args.theta.is_empty() {
-        bail!("--theta needs at least one value");
-    }
-    if args.search_budget == 0 {
-        bail!("--search-budget must be at least 1");
-    }
+/// Checks every flag before anything is measured; the algorithms' configurations.
+pub fn validate(args: &FvsBenchArgs) -> Result<Vec<FvsConfig>> {
+    within("--batch-size", [args.batch_size], 1, BATCH_SIZE_MAX)?;
+    within("--batches", [args.batches], 1, BATCHES_MAX)?;
+    within("--runs", [args.runs], 1, RUNS_MAX)?;
+    within("--theta count", [args.theta.len()], 1, THETAS_MAX)?;
+    within("--algorithms count", [args.algorithms.len()], 1, ALGORITHMS_MAX)?;
+    within("--search-budget", [args.search_budget], 1, SEARCH_BUDGET_MAX)?;
     let mut configs = Vec::new();
     for label in &args.algorithms {
-        let mut config = FvsConfig::from_label(label, Policy::ProdDegree)?;
+        let mut config = label.config(Policy::ProdDegree, 2, false)?;
         config.search_node_budget = args.search_budget;
         configs.push(config);
     }
-    if configs.is_empty() {
-        bail!("--algorithms needs at least one algorithm");
-    }
     for &theta in &args.theta {
+        if !(0.0..1.0).contains(&theta) {
+            bail!("--theta {theta}: must be in [0, 1)");
+        }
         MicroConfig { keys: args.keys, theta, ..MicroConfig::default() }.validate()?;
         ordo_workload::Zipf::new(args.keys, theta)?;
     }

@@ -7,4 +7,5 @@ pub mod fvs;
 pub mod fvs_bench;
 pub mod headline;
 pub mod pg;
+pub mod reorder_args;
 pub mod zipf_bench;

@@ -20,8 +20,8 @@ pub struct ClusterArgs {
     /// Data directory of the throwaway cluster (default: $TMPDIR/ordo-pg-$USER, one per user).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Loopback port.
-    #[arg(long, default_value_t = PORT_DEFAULT)]
+    /// Loopback port, 1..=65535.
+    #[arg(long, default_value_t = PORT_DEFAULT, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
 }
 

@@ -9,32 +9,54 @@ use ordo_workload::{Zipf, rng_from_seed};
 
 use ordo_harness::output::Table;
 
+use super::bench::values::within;
+
 #[derive(Debug, Args)]
 pub struct ZipfBenchArgs {
-    /// Key counts, comma separated.
+    /// Key counts, comma separated, each at least 1.
     #[arg(long, value_delimiter = ',', default_value = "100000,10000000")]
     pub keys: Vec<u64>,
-    /// Zipf skews, comma separated.
+    /// Zipf skews, comma separated, each in [0, 1).
     #[arg(long, value_delimiter = ',', default_value = "0,0.5,0.9,0.99")]
     pub theta: Vec<f64>,
-    /// Draws per measurement.
+    /// Draws per measurement, 1..=10000000000.
     #[arg(long, default_value_t = 20_000_000)]
     pub samples: u64,
-    /// Measurements per cell; the median is reported.
+    /// Measurements per cell (1..=1000); the median is reported.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
 }
 
-pub fn run(args: &ZipfBenchArgs) -> Result<()> {
-    if args.samples == 0 || args.runs == 0 {
-        bail!("--samples and --runs must be at least 1");
+/// Most draws per measurement (tens of seconds each).
+const SAMPLES_MAX: u64 = 10_000_000_000;
+/// Most cells (key counts x skews) in one command.
+const CELLS_MAX: usize = 1_000;
+
+/// Checks every flag before anything is measured.
+pub fn validate(args: &ZipfBenchArgs) -> Result<()> {
+    within("--samples", [args.samples], 1, SAMPLES_MAX)?;
+    within("--runs", [args.runs], 1, super::bench::RUNS_MAX)?;
+    let cells = args.keys.len().saturating_mul(args.theta.len());
+    within("--keys x --theta cells", [cells], 1, CELLS_MAX)?;
+    within("--keys", args.keys.iter().copied(), 1, u64::MAX)?;
+    for &theta in &args.theta {
+        if !(0.0..1.0).contains(&theta) {
+            bail!("--theta {theta}: must be in [0, 1)");
+        }
     }
+    Ok(())
+}
+
+pub fn run(args: &ZipfBenchArgs) -> Result<()> {
+    validate(args)?;
     let mut table = Table::new(&["sampler", "keys", "theta", "ns_per_sample"]);
     for &keys in &args.keys {
         for &theta in &args.theta {
             let mut samplers = vec![Zipf::new(keys, theta)?];
             if theta > 0.0 {
-                // The plain inversion beside the default, so the table shows what each choice saves.
+                // The other exact samplers beside the default, so the table shows what each
+                // choice saves.
+                samplers.push(Zipf::with_blocks(keys, theta)?);
                 samplers.push(Zipf::with_rejection_inversion(keys, theta)?);
             }
             samplers.dedup_by(|a, b| a.sampler_name() == b.sampler_name());

@@ -184,14 +184,32 @@ impl FvsConfig {
         Ok(())
     }
 
-    /// Parses a label of the form `<algorithm>[_k<k>][+min]` (the inverse of
-    /// [`FvsConfig::label`] for the paper's names), e.g. `greedy_sort_k1+min`. The policy is
-    /// the one the name implies, else `default_policy`.
+    /// Parses a label of the form `<algorithm>[\[<policy>\]][_k<k>][+min]` (the inverse of
+    /// [`FvsConfig::label`]), e.g. `greedy_sort_k1+min` or `greedy_sort[rct]+min`. The policy is
+    /// the one in brackets, else the one the name implies, else `default_policy`.
     pub fn from_label(label: &str, default_policy: Policy) -> Result<FvsConfig, ReorderError> {
         let (name, minimize) = match label.trim().strip_suffix("+min") {
             Some(name) => (name, true),
             None => (label.trim(), false),
         };
+        if let Some((before, rest)) = name.split_once('[') {
+            let Some((policy, after)) = rest.split_once(']') else {
+                return Err(ReorderError::InvalidConfig {
+                    field: "algorithm",
+                    reason: format!("`{label}`: a `[` without its `]`"),
+                });
+            };
+            let policy: Policy = policy.parse()?;
+            let minimized = if minimize { "+min" } else { "" };
+            let config = FvsConfig::from_label(&format!("{before}{after}{minimized}"), policy)?;
+            if config.policy != policy {
+                return Err(ReorderError::InvalidConfig {
+                    field: "policy",
+                    reason: format!("`{label}`: {before} fixes the policy to {}", config.policy),
+                });
+            }
+            return Ok(config);
+        }
         let (name, multi_factor) = match name.rsplit_once("_k") {
             Some((base, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
                 let k = k.parse::<usize>().map_err(|_| ReorderError::InvalidConfig {
@@ -217,13 +235,12 @@ impl FvsConfig {
     /// The paper's name, with `+min` when the minimality pass runs.
     pub fn label(&self) -> String {
         let mut label = self.algorithm.label(self.policy);
-        if self.algorithm == Algorithm::GreedySort {
-            if self.policy != Policy::ProdDegree {
-                label = format!("greedy_sort[{}]", self.policy);
-            }
-            if self.multi_factor != 2 {
-                label = format!("{label}_k{}", self.multi_factor);
-            }
+        if self.algorithm == Algorithm::GreedySort && self.policy != Policy::ProdDegree {
+            label = format!("greedy_sort[{}]", self.policy);
+        }
+        // Only the sort-based greedy (alone or in the hybrid) has a k.
+        if matches!(self.algorithm, Algorithm::GreedySort | Algorithm::HybridSort { .. }) && self.multi_factor != 2 {
+            label = format!("{label}_k{}", self.multi_factor);
         }
         if self.minimize {
             label.push_str("+min");

@@ -41,7 +41,23 @@
 //! ## Fences and scans
 //! Leaves have no sibling links. A descent computes a leaf's fences (the range it holds) from
 //! the separators it passed, and a scan continues from a leaf's high fence (ascending) or just
-//! below its low fence (descending) with a new descent. A leaf's range only shrinks by a split
+//! below its low fence (descending) with a new descent. That descent does not start at the
+//! root: the scan keeps the inner nodes above its last leaf with their versions and fences,
+//! and starts at the deepest of them whose fences hold the new cursor (for the next leaf of
+//! the same parent, the parent), re-reading it and validating its recorded version as a
+//! descent validates every node it passes. A node whose version is unchanged has the same
+//! children and separators and is still in the tree (unlinking makes a node obsolete, and its
+//! range only shrinks by a split, which changes its version), so the descent from it reaches
+//! the same leaf a descent from the root would; a changed version sends the scan back to the
+//! root. Every leaf is still reported with the version its entries were read under.
+//!
+//! ```text
+//!        [ 40 | 90 ]                 ascending scan from 12: leaf [10, 25), then [25, 40)
+//!        /    |                      from the level-1 node (its fences [0, 40) hold 25),
+//!   [ 10|25 ] ..                     then [40, 60) from the root (40 is past [0, 40))
+//! ```
+//!
+//! A leaf's range only shrinks by a split
 //! of that leaf (which changes its version) and only grows when an empty neighbour is unlinked
 //! (which holds no keys and retires that neighbour), so the entries a scan read under a leaf's
 //! version are all the entries of its range at that moment.
@@ -104,14 +120,17 @@ struct LeafAt<'a> {
     high: Option<u64>,
 }
 
-/// One inner node on a descent's path: the node, the version it was read under, its key count
-/// and the child the descent took.
+/// One inner node on a descent's path: the node, the version it was read under, its key count,
+/// the child the descent took, and the node's fences (`low` inclusive, `high` exclusive;
+/// computed only by descents that compute fences).
 #[derive(Debug, Clone, Copy)]
 struct Step<'a> {
     node: Node<'a>,
     version: u64,
     count: usize,
     child: usize,
+    low: u64,
+    high: Option<u64>,
 }
 
 /// The inner nodes a descent passed, root first.
@@ -128,6 +147,17 @@ impl<'a> Path<'a> {
 
     fn step(&self, index: usize) -> Step<'a> {
         self.steps[index].expect("path step within len")
+    }
+
+    /// Where a descent to `key` can start instead of the root: the deepest node on this path
+    /// (recorded with fences) whose fences hold `key`, with its depth. The descent re-reads
+    /// that node and validates it against the recorded version before going on, so a node
+    /// that changed since sends it back to the root.
+    fn resume_point(&self, key: u64) -> Option<(usize, Step<'a>)> {
+        (0..self.len)
+            .rev()
+            .map(|depth| (depth, self.step(depth)))
+            .find(|(_, step)| step.low <= key && step.high.is_none_or(|high| key < high))
     }
 }
 
@@ -308,8 +338,11 @@ impl OrderedIndex {
         };
         let mut last_reported: Option<LeafVersion> = None;
         let mut buffer = [(0u64, 0u64); LEAF_KEYS_MAX];
+        // The inner nodes above the last leaf: the next leaf is found from the deepest of them
+        // whose range holds the cursor, not from the root.
+        let mut path = Path::new();
         loop {
-            let (leaf, filled) = self.read_leaf_entries(cursor, low, high, direction, &mut buffer);
+            let (leaf, filled) = self.read_leaf_entries(cursor, low, high, direction, &mut buffer, &mut path);
             let reported = LeafVersion { leaf: leaf.node.id, version: leaf.version };
             if last_reported != Some(reported) {
                 leaves(reported);
@@ -337,7 +370,8 @@ impl OrderedIndex {
     }
 
     /// Reads the entries of the leaf holding `cursor` that lie in the scan's remaining range
-    /// into `buffer` (in scan order), as a validated snapshot.
+    /// into `buffer` (in scan order), as a validated snapshot. The descent resumes from
+    /// `path` (the previous leaf's) where it can and leaves the new leaf's path there.
     fn read_leaf_entries<'a>(
         &'a self,
         cursor: u64,
@@ -345,10 +379,11 @@ impl OrderedIndex {
         high: u64,
         direction: Direction,
         buffer: &mut [(u64, u64); LEAF_KEYS_MAX],
+        path: &mut Path<'a>,
     ) -> (LeafAt<'a>, usize) {
         let backoff = Backoff::new();
         loop {
-            if let Some(leaf) = self.descend::<true>(cursor, None) {
+            if let Some(leaf) = self.descend::<true>(cursor, Some(path)) {
                 let node = leaf.node;
                 let count = node.leaf_count();
                 let mut filled = 0;
@@ -382,6 +417,8 @@ impl OrderedIndex {
                     return (leaf, filled);
                 }
             }
+            // Something on the way changed: the next attempt starts from the root.
+            path.len = 0;
             backoff.snooze();
         }
     }
@@ -417,18 +454,23 @@ impl OrderedIndex {
     #[allow(clippy::inline_always)]
     #[inline(always)]
     fn descend<'a, const FENCES: bool>(&'a self, key: u64, mut path: Option<&mut Path<'a>>) -> Option<LeafAt<'a>> {
-        let root_id = self.root.load(Ordering::Acquire);
-        let mut node = self.node(root_id)?;
-        let mut version = node.read_version()?;
-        if self.root.load(Ordering::Acquire) != root_id {
-            return None;
-        }
-        let mut low = 0;
-        let mut high = None;
-        let mut depth = 0;
+        let resumed = if FENCES { path.as_deref().and_then(|path| path.resume_point(key)) } else { None };
+        let (mut node, mut version, mut low, mut high, mut depth) = match resumed {
+            Some((depth, step)) => (step.node, step.version, step.low, step.high, depth),
+            None => {
+                let root_id = self.root.load(Ordering::Acquire);
+                let root = self.node(root_id)?;
+                let version = root.read_version()?;
+                if self.root.load(Ordering::Acquire) != root_id {
+                    return None;
+                }
+                (root, version, 0, None, 0)
+            }
+        };
         while node.level() > 0 {
             let count = node.inner_count();
             let child = node.upper_bound(count, key);
+            let (node_low, node_high) = (low, high);
             if FENCES {
                 if child > 0 {
                     low = node.key(child - 1);
@@ -443,7 +485,7 @@ impl OrderedIndex {
                 return None;
             }
             if let Some(path) = path.as_deref_mut() {
-                path.steps[depth] = Some(Step { node, version, count, child });
+                path.steps[depth] = Some(Step { node, version, count, child, low: node_low, high: node_high });
                 path.len = depth + 1;
             }
             depth += 1;

@@ -1,357 +1,740 @@
-//! `ordo bench --engine threads`: the thread-per-worker engine (§5.6).
+//! `ordo bench threads`: the thread-per-worker engine (§5.6).
 //!
 //! `--protocol` picks the concurrency control, a list sweeps: `silo`, `tictoc`, `no_wait`,
 //! `wait_die`, `mvcc_si`, `ssi`, `serial`, and `reorder` (thread-aware batch assignment before
-//! execution, over Silo) or `reorder+<protocol>` over another protocol. `--mode` belongs
-//! to the pipeline and pg engines and is refused here. `serial` always runs one thread, so in a `--threads` sweep
-//! it runs once.
+//! execution, over Silo) or `reorder+<protocol>` over another protocol. `serial` always runs
+//! one thread, so in a `--threads` sweep it runs once.
 //!
 //! Where a run's records live is `--index`: `tree` (the default: the storage engine, tables
 //! behind the ordered B+tree, with inserts, deletes and scans) or `array`, an ablation: for the
 //! key-value workloads the flat store whose positions are the keys, for table workloads with
-//! dense keys the tables behind a dense array index. Every protocol runs on tables, `reorder` included
-//! (`--versions` caps the versions an MVCC record keeps). Every result records its index as
-//! `config.index`.
+//! dense keys the tables behind a dense array index. Every protocol runs on tables, `reorder`
+//! included (`--versions` caps the versions an MVCC record keeps). Every result records its
+//! index as `config.index`.
+//!
+//! The flags become the engine's own configuration in one place, [`engine_config`]; the runs
+//! call `ordo_threads::run` (flat store) and `ordo_threads::tables::run` (tables).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
-use ordo_harness::RunResult;
+use ordo_harness::{Description, RunResult};
+use ordo_threads::config::{BATCH_MAX, VERSIONS_MAX};
+use ordo_threads::protocol::WORKERS_MAX;
 use ordo_threads::tables::{Index, TableRunSpec, TablesConfig};
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{BenchArgs, Options, Planned, RateMeter};
+use super::pipeline::to_map;
+use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
+use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs, knobs_of};
+use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
-#[derive(Debug, Clone, Args)]
+/// `ordo bench threads`: the shared flags and the engine's own.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct ThreadsBench {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub engine: ThreadsArgs,
+}
+
+#[derive(Debug, Clone, PartialEq, Args)]
 #[command(next_help_heading = "Threads engine")]
 pub struct ThreadsArgs {
-    /// silo, tictoc, no_wait, wait_die, mvcc_si, ssi, serial, reorder (over silo) or
+    /// Concurrency control: silo, tictoc, no_wait, wait_die, mvcc_si, ssi, serial (one thread
+    /// without concurrency control), reorder (thread-aware batches over silo) or
     /// reorder+<protocol>; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "silo")]
-    pub protocol: Vec<String>,
-    /// Worker threads; a list sweeps (serial always runs one).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "silo")]
+    pub protocol: Vec<ThreadsProtocol>,
+    /// Worker threads, 1..=256; a list sweeps (serial always runs one).
     #[arg(long, value_delimiter = ',', default_value = "2")]
     pub threads: Vec<usize>,
-    /// reorder: transactions per batch (0: 4 per thread).
-    #[arg(long, default_value_t = 0)]
-    pub batch: usize,
-    /// mvcc_si, ssi: versions kept per record.
+    /// reorder: transactions per batch, 1..=10000, at least the threads. Default: 4 per thread.
+    #[arg(long)]
+    pub batch: Option<BatchSize>,
+    /// mvcc_si, ssi: versions kept per record, 2..=64.
     #[arg(long, default_value_t = VERSIONS_DEFAULT)]
     pub versions: usize,
     /// Prefetch each transaction's footprint when it starts (on/off; a list sweeps). Off by
     /// default: no protocol's paper does it.
-    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = super::values::on_off_parser())]
     pub prefetch: Vec<bool>,
     /// Where records live: `tree` (the default: tables behind the ordered B+tree, every
     /// protocol, inserts, deletes and scans) or `array` (an ablation: the flat store whose
     /// positions are the keys, for micro, smallbank and ycsb; `--prefetch` needs it).
-    #[arg(long)]
-    pub index: Option<String>,
+    #[arg(long, value_enum)]
+    pub index: Option<IndexArg>,
+    /// The pipeline's and pg engine's `--mode`, refused here with a pointer to --protocol.
+    #[arg(long, hide = true, num_args = 1, value_delimiter = ',')]
+    pub mode: Vec<String>,
 }
 
-/// The `--index` of a run: whether it runs on tables (the storage engine) and with which index.
-fn index_of(args: &BenchArgs) -> Result<Option<Index>> {
-    let tables = args.workload.needs_tables();
-    match args.threads.index.as_deref() {
-        None | Some("tree") => Ok(Some(Index::Tree)),
-        Some("array") if !tables => Ok(None),
-        Some("array") => Ok(Some(Index::Array)),
-        Some(other) => bail!("--index `{other}`: expected tree or array"),
+impl Default for ThreadsArgs {
+    fn default() -> Self {
+        super::defaults()
     }
 }
 
-/// Parses one `--protocol` entry into (protocol, reorder).
-fn parse_protocol(name: &str) -> Result<(ProtocolKind, bool)> {
-    match name {
-        "reorder" => Ok((ProtocolKind::Silo, true)),
-        _ => match name.strip_prefix("reorder+") {
-            Some(base) => Ok((base.parse()?, true)),
-            None => Ok((name.parse()?, false)),
-        },
+impl Default for ThreadsBench {
+    fn default() -> Self {
+        super::defaults()
     }
 }
 
-pub fn plan(args: &BenchArgs) -> Result<Vec<Planned>> {
-    let t = &args.threads;
-    if !args.mode.is_empty() {
+/// One `--protocol` value: a protocol, and whether thread-aware reordering runs in front of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ThreadsProtocol {
+    pub protocol: ProtocolKind,
+    pub reorder: bool,
+}
+
+/// Every `--protocol` name: (name, protocol, reorder). `reorder` alone is reordering over Silo.
+const PROTOCOL_NAMES: [(&str, ProtocolKind, bool); 13] = [
+    ("silo", ProtocolKind::Silo, false),
+    ("tictoc", ProtocolKind::TicToc, false),
+    ("no_wait", ProtocolKind::NoWait, false),
+    ("wait_die", ProtocolKind::WaitDie, false),
+    ("mvcc_si", ProtocolKind::MvccSi, false),
+    ("ssi", ProtocolKind::Ssi, false),
+    ("serial", ProtocolKind::Serial, false),
+    ("reorder", ProtocolKind::Silo, true),
+    ("reorder+tictoc", ProtocolKind::TicToc, true),
+    ("reorder+no_wait", ProtocolKind::NoWait, true),
+    ("reorder+wait_die", ProtocolKind::WaitDie, true),
+    ("reorder+mvcc_si", ProtocolKind::MvccSi, true),
+    ("reorder+ssi", ProtocolKind::Ssi, true),
+];
+
+const PROTOCOLS: [ThreadsProtocol; 13] = {
+    let mut all = [ThreadsProtocol { protocol: ProtocolKind::Silo, reorder: false }; 13];
+    let mut i = 0;
+    while i < PROTOCOL_NAMES.len() {
+        all[i] = ThreadsProtocol { protocol: PROTOCOL_NAMES[i].1, reorder: PROTOCOL_NAMES[i].2 };
+        i += 1;
+    }
+    all
+};
+
+impl ThreadsProtocol {
+    pub const SILO: ThreadsProtocol = ThreadsProtocol { protocol: ProtocolKind::Silo, reorder: false };
+
+    /// The name results carry as their mode: the protocol, `reorder` or `reorder+<protocol>`.
+    pub fn name(self) -> &'static str {
+        PROTOCOL_NAMES
+            .iter()
+            .find(|&&(_, protocol, reorder)| protocol == self.protocol && reorder == self.reorder)
+            .map_or("reorder+serial", |&(name, _, _)| name)
+    }
+}
+
+impl ValueEnum for ThreadsProtocol {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PROTOCOLS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(if *self == (ThreadsProtocol { protocol: ProtocolKind::Silo, reorder: true }) {
+            value.alias("reorder+silo")
+        } else {
+            value
+        })
+    }
+}
+
+/// `--index`: where a run's records live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IndexArg {
+    /// Tables behind the ordered B+tree (the storage engine).
+    Tree,
+    /// The flat store: keys are positions.
+    Array,
+}
+
+impl From<IndexArg> for Index {
+    fn from(index: IndexArg) -> Index {
+        match index {
+            IndexArg::Tree => Index::Tree,
+            IndexArg::Array => Index::Array,
+        }
+    }
+}
+
+/// What a threads-engine run was: the workload and the engine's knobs. In results:
+/// `engine: "threads"`, `mode` (the protocol's name), and under `config` the workload's knobs
+/// and `protocol`, `reorder`, `threads`, `index`, and where they apply `payload_bytes`,
+/// `prefetch`, `batch`, `versions`, `epoch_ms`, `analytic_range`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "Description", try_from = "Description")]
+pub struct ThreadsRun {
+    pub workload: WorkloadKnobs,
+    pub knobs: ThreadsKnobs,
+}
+
+impl Described for ThreadsRun {
+    const ENGINE: &'static str = "threads";
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadsKnobs {
+    pub protocol: ThreadsProtocol,
+    /// Threads that ran.
+    pub threads: usize,
+    pub index: IndexArg,
+    /// Inline payload per record (not for TPC-C, whose rows are typed).
+    pub payload_bytes: Option<usize>,
+    /// Footprint prefetch (flat store only).
+    pub prefetch: Option<bool>,
+    /// Reorder batch (reordering only).
+    pub batch: Option<usize>,
+    /// Versions per record (`mvcc_si` and `ssi` only).
+    pub versions: Option<usize>,
+    /// Epoch period (tables only).
+    pub epoch_ms: Option<u64>,
+    /// The hybrid's contention degree (tpcc-hybrid only).
+    pub analytic_range: Option<f64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ThreadsWire {
+    protocol: String,
+    reorder: bool,
+    threads: usize,
+    /// Results from before the engine had tables ran on the flat store and do not say so.
+    #[serde(default = "flat_store")]
+    index: IndexArg,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    payload_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    prefetch: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    batch: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    versions: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    epoch_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    analytic_range: Option<f64>,
+}
+
+fn flat_store() -> IndexArg {
+    IndexArg::Array
+}
+
+impl From<ThreadsRun> for Description {
+    fn from(run: ThreadsRun) -> Description {
+        let k = &run.knobs;
+        let wire = ThreadsWire {
+            protocol: k.protocol.protocol.name().into(),
+            reorder: k.protocol.reorder,
+            threads: k.threads,
+            index: k.index,
+            payload_bytes: k.payload_bytes,
+            prefetch: k.prefetch,
+            batch: k.batch,
+            versions: k.versions,
+            epoch_ms: k.epoch_ms,
+            analytic_range: k.analytic_range,
+        };
+        let mut config = run.workload.to_map();
+        config.extend(to_map(&wire));
+        Description {
+            engine: ThreadsRun::ENGINE.into(),
+            workload: run.workload.name().into(),
+            mode: k.protocol.name().into(),
+            config,
+        }
+    }
+}
+
+impl TryFrom<Description> for ThreadsRun {
+    type Error = anyhow::Error;
+    fn try_from(described: Description) -> Result<ThreadsRun> {
+        if described.engine != ThreadsRun::ENGINE {
+            bail!("a result of engine {}, not threads", described.engine);
+        }
+        let workload = knobs_of(&described.workload, &described.config)?;
+        let wire: ThreadsWire = serde_json::from_value(Value::Object(described.config))?;
+        let protocol = ThreadsProtocol { protocol: wire.protocol.parse()?, reorder: wire.reorder };
+        if protocol.name() != described.mode {
+            bail!("mode {} does not match protocol {} (reorder {})", described.mode, wire.protocol, wire.reorder);
+        }
+        let knobs = ThreadsKnobs {
+            protocol,
+            threads: wire.threads,
+            index: wire.index,
+            payload_bytes: wire.payload_bytes,
+            prefetch: wire.prefetch,
+            batch: wire.batch,
+            versions: wire.versions,
+            epoch_ms: wire.epoch_ms,
+            analytic_range: wire.analytic_range,
+        };
+        Ok(ThreadsRun { workload, knobs })
+    }
+}
+
+/// The engine's configuration for one point, from the flags: the flat store's
+/// [`EngineConfig`], or with an index the tables' [`TablesConfig`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineChoice {
+    Flat(EngineConfig),
+    Tables(TablesConfig),
+}
+
+/// One point of a threads sweep, before it becomes the engine's configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub protocol: ThreadsProtocol,
+    pub threads: usize,
+    pub prefetch: bool,
+    /// `Some`: on tables, behind this index.
+    pub index: Option<Index>,
+}
+
+/// The one place the command line's flags become the thread engine's configuration.
+pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) -> Result<EngineChoice> {
+    let batch = args.batch.map(|b| b.fixed_only("--batch", BATCH_MAX)).transpose()?;
+    match point.index {
+        None => {
+            let config = EngineConfig {
+                protocol: point.protocol.protocol,
+                reorder: point.protocol.reorder,
+                threads: point.threads,
+                // The engine's own default (4 per thread) when not given.
+                batch: batch.unwrap_or(0),
+                payload_bytes: workload.payload_bytes,
+                versions: args.versions,
+                prefetch: point.prefetch,
+            };
+            config.validate().map_err(|e| anyhow!("{e}"))?;
+            Ok(EngineChoice::Flat(config))
+        }
+        Some(index) => {
+            let config = TablesConfig {
+                protocol: point.protocol.protocol,
+                reorder: point.protocol.reorder,
+                batch,
+                threads: point.threads,
+                index,
+                versions: args.versions,
+                ..TablesConfig::default()
+            };
+            config.validate().map_err(|e| anyhow!("{e}"))?;
+            Ok(EngineChoice::Tables(config))
+        }
+    }
+}
+
+/// Share of the machine's memory a store may take before a run is refused.
+const MEMORY_SHARE_MAX: f64 = 0.75;
+
+/// The machine's memory in bytes (`MemTotal`), where the system says.
+fn machine_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+/// Memory one TPC-C warehouse takes on tables at the default scale (measured: 147 MB of
+/// resident memory per warehouse added, 1 against 4 warehouses; rounded up).
+const TPCC_WAREHOUSE_BYTES: u64 = 160 << 20;
+/// Memory a key-value record takes behind the ordered index, as a multiple of its flat-store
+/// record (measured: 271 against 128 bytes per 100-byte record, 1M ycsb records; rounded up).
+const TREE_RECORD_FACTOR: f64 = 2.5;
+
+/// Bytes of one cache-line-padded flat-store record with `payload_bytes` of payload, `versions`
+/// of them under MVCC (header words: lock or timestamps, value, version).
+fn record_bytes(payload_bytes: usize, versions: Option<usize>) -> u64 {
+    const WORD_BYTES: u64 = 8;
+    const LINE_WORDS: u64 = 8;
+    let payload_words = ordo_threads::store::payload_words(payload_bytes) as u64;
+    let words = match versions {
+        Some(versions) => versions as u64 * (6 + payload_words) + 1,
+        None => 3 + payload_words,
+    };
+    words.next_multiple_of(LINE_WORDS) * WORD_BYTES
+}
+
+/// Refuses a database that would not fit in this machine's memory (`what` names it, `advice`
+/// says which flags shrink it).
+fn check_fits(what: &str, bytes: u64, advice: &str) -> Result<()> {
+    if let Some(memory) = machine_memory_bytes()
+        && bytes as f64 > MEMORY_SHARE_MAX * memory as f64
+    {
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
         bail!(
-            "--mode is for the pipeline and pg engines; the threads engine takes --protocol (e.g. --protocol silo,reorder)"
+            "{what} would take about {:.1} GiB, more than {:.0}% of this machine's {:.1} GiB; {advice}",
+            gib(bytes),
+            100.0 * MEMORY_SHARE_MAX,
+            gib(memory)
         );
     }
-    if t.protocol.is_empty() || t.threads.is_empty() || t.prefetch.is_empty() {
-        bail!("--protocol, --threads and --prefetch need at least one value");
+    Ok(())
+}
+
+/// Refuses a flat store that would not fit: `keys` records of the store `config` builds.
+fn check_store_fits(config: &EngineConfig, keys: u64) -> Result<()> {
+    let mvcc = matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi);
+    let record = record_bytes(config.payload_bytes, mvcc.then_some(config.versions));
+    check_fits(
+        &format!("{}: the store ({keys} records of {record} bytes)", config.label()),
+        keys.saturating_mul(record),
+        "use fewer --records or --keys, fewer --payload-bytes or fewer --versions",
+    )
+}
+
+impl ThreadsBench {
+    /// Checks every flag's range before anything runs.
+    pub fn validate(&self) -> Result<()> {
+        self.common.validate()?;
+        let t = &self.engine;
+        if !t.mode.is_empty() {
+            bail!(
+                "--mode is for the pipeline and pg engines; the threads engine takes --protocol (e.g. --protocol \
+                 silo,reorder)"
+            );
+        }
+        not_empty("--protocol", &t.protocol)?;
+        not_empty("--threads", &t.threads)?;
+        not_empty("--prefetch", &t.prefetch)?;
+        within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
+        within("--versions", [t.versions], 2, VERSIONS_MAX)?;
+        if let Some(batch) = t.batch {
+            batch.fixed_only("--batch", BATCH_MAX)?;
+        }
+        if self.common.verify && t.protocol.iter().any(|p| !p.protocol.serializable()) {
+            bail!(
+                "--verify checks serializability, which mvcc_si (snapshot isolation) does not promise; drop one of \
+                 them"
+            );
+        }
+        let w = &self.common.workload;
+        check_sweep_size(&[
+            ("--theta", self.common.theta.len()),
+            ("--protocol", t.protocol.len()),
+            ("--threads", t.threads.len()),
+            ("--prefetch", t.prefetch.len()),
+            ("--binding", if w.is_tpcc() { w.binding.len() } else { 1 }),
+            ("--analytic-range", w.analytic_ranges().len()),
+        ])
     }
-    let protocols: Vec<(ProtocolKind, bool)> =
-        t.protocol.iter().map(|p| parse_protocol(p.trim())).collect::<Result<_>>()?;
-    if args.verify && protocols.iter().any(|&(p, _)| !p.serializable()) {
-        bail!("--verify checks serializability, which mvcc_si (snapshot isolation) does not promise; drop one of them");
+
+    /// Validates, checks the output files, plans and runs the sweep.
+    pub fn sweep(&self) -> Result<Vec<Labelled<ThreadsRun>>> {
+        self.validate()?;
+        super::check_outputs(&self.common)?;
+        let planned = self.plan()?;
+        super::execute(&self.common, &planned)
     }
-    if let Some(index) = index_of(args)? {
-        return plan_tables(args, index, &protocols);
+
+    /// The arguments as a command line (`--flag=value` for every flag off its default).
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = Flags(self.common.flags());
+        let (t, d) = (&self.engine, ThreadsArgs::default());
+        flags.named("--protocol", &t.protocol, &d.protocol);
+        flags.list("--threads", &t.threads, &d.threads);
+        flags.optional("--batch", t.batch.as_ref());
+        flags.one("--versions", &t.versions, &d.versions);
+        if t.prefetch != d.prefetch {
+            let shown: Vec<&str> = t.prefetch.iter().map(|&on| on_off(on)).collect();
+            flags.0.push(format!("--prefetch={}", shown.join(",")));
+        }
+        if let Some(index) = &t.index {
+            flags.0.push(format!("--index={}", super::value_name(index)));
+        }
+        flags.0
     }
-    let mut planned = Vec::new();
-    let mut seen = Vec::new();
-    for &theta in &args.theta {
-        args.workload.build(theta, args.seed)?;
-        for &(protocol, reorder) in &protocols {
-            for (&threads, &prefetch) in t.threads.iter().flat_map(|t| std::iter::repeat(t).zip(&args.threads.prefetch))
-            {
-                let config = EngineConfig {
-                    protocol,
-                    reorder,
-                    threads,
-                    batch: t.batch,
-                    payload_bytes: args.workload.payload_bytes,
-                    versions: t.versions,
-                    prefetch,
+
+    /// The `--index` of a run: whether it runs on tables (the storage engine) and with which index.
+    fn index(&self) -> Option<Index> {
+        match self.engine.index {
+            None | Some(IndexArg::Tree) => Some(Index::Tree),
+            Some(IndexArg::Array) if !self.common.workload.needs_tables() => None,
+            Some(IndexArg::Array) => Some(Index::Array),
+        }
+    }
+
+    /// One planned run per distinct configuration of the sweep. Assumes [`Self::validate`].
+    pub fn plan(&self) -> Result<Vec<Planned<ThreadsRun>>> {
+        if let Some(index) = self.index() {
+            return self.plan_tables(index);
+        }
+        let (t, common) = (&self.engine, &self.common);
+        let mut planned = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for &theta in &common.theta {
+            let workload = common.workload.build(theta, common.seed)?;
+            for &protocol in &t.protocol {
+                for &threads in &t.threads {
+                    for &prefetch in &t.prefetch {
+                        let point = Point { protocol, threads, prefetch, index: None };
+                        let EngineChoice::Flat(config) = engine_config(t, &common.workload, point)? else {
+                            unreachable!("a point without an index runs on the flat store");
+                        };
+                        check_store_fits(&config, workload.key_count())?;
+                        let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch);
+                        if !seen.insert(key) {
+                            continue;
+                        }
+                        let mut label =
+                            vec![("protocol".to_owned(), config.label()), ("theta".to_owned(), format!("{theta}"))];
+                        if t.threads.len() > 1 {
+                            label.push(("threads".into(), config.effective_threads().to_string()));
+                        }
+                        if t.prefetch.len() > 1 {
+                            label.push(("prefetch".into(), on_off(prefetch).into()));
+                        }
+                        planned.push(self.planned_run(theta, protocol, config, label));
+                    }
+                }
+            }
+        }
+        Ok(planned)
+    }
+
+    fn planned_run(
+        &self,
+        theta: f64,
+        protocol: ThreadsProtocol,
+        config: EngineConfig,
+        label: Vec<(String, String)>,
+    ) -> Planned<ThreadsRun> {
+        let mvcc = matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi);
+        let knobs = ThreadsKnobs {
+            protocol,
+            threads: config.effective_threads(),
+            index: IndexArg::Array,
+            payload_bytes: Some(config.payload_bytes),
+            prefetch: Some(config.prefetch),
+            batch: config.reorder.then(|| config.effective_batch()),
+            versions: mvcc.then_some(config.versions),
+            epoch_ms: None,
+            analytic_range: None,
+        };
+        let run = ThreadsRun { workload: self.common.workload.knobs(BindingArg::Fixed), knobs };
+        let info = self.common.run_info(run, theta);
+        let workload_args = self.common.workload.clone();
+        Planned {
+            info: info.clone(),
+            label,
+            run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
+                let workload = workload_args.build(theta, seed)?;
+                let spec = RunSpec {
+                    seed,
+                    warmup: Duration::from_secs_f64(options.warmup_s),
+                    duration: Duration::from_secs_f64(options.duration_s),
+                    cooldown: Duration::from_secs_f64(options.cooldown_s),
+                    record_history: options.history.is_some() || options.verify,
                 };
-                config.validate().map_err(|e| anyhow!("{e}"))?;
-                let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch);
-                if seen.contains(&key) {
-                    continue;
-                }
-                seen.push(key);
-                let mut label = vec![("protocol".to_owned(), config.label()), ("theta".to_owned(), format!("{theta}"))];
-                if t.threads.len() > 1 {
-                    label.push(("threads".into(), config.effective_threads().to_string()));
-                }
-                if t.prefetch.len() > 1 {
-                    label.push(("prefetch".into(), if prefetch { "on" } else { "off" }.into()));
-                }
-                planned.push(planned_run(args, theta, config, label));
-            }
-        }
-    }
-    Ok(planned)
-}
-
-fn planned_run(args: &BenchArgs, theta: f64, config: EngineConfig, label: Vec<(String, String)>) -> Planned {
-    let mut knobs: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    for (name, value) in args.workload.describe() {
-        knobs.insert(name.into(), value);
-    }
-    knobs.insert("protocol".into(), config.protocol.name().into());
-    knobs.insert("reorder".into(), config.reorder.into());
-    knobs.insert("threads".into(), config.effective_threads().into());
-    knobs.insert("payload_bytes".into(), config.payload_bytes.into());
-    knobs.insert("prefetch".into(), config.prefetch.into());
-    knobs.insert("index".into(), "array".into());
-    if config.reorder {
-        knobs.insert("batch".into(), config.effective_batch().into());
-    }
-    if matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi) {
-        knobs.insert("versions".into(), config.versions.into());
-    }
-    let info = args.run_info("threads", args.workload.name(), config.label(), theta, knobs);
-    let workload_args = args.workload.clone();
-    Planned {
-        info: info.clone(),
-        label,
-        run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
-            let workload = workload_args.build(theta, seed)?;
-            let spec = RunSpec {
-                seed,
-                warmup: Duration::from_secs_f64(options.warmup_s),
-                duration: Duration::from_secs_f64(options.duration_s),
-                cooldown: Duration::from_secs_f64(options.cooldown_s),
-                record_history: options.history.is_some() || options.verify,
-            };
-            let meter = RateMeter::new(bar);
-            let report =
-                ordo_threads::run(&config, &workload, &spec, |elapsed_s, commits| meter.update(elapsed_s, commits))
-                    .map_err(|e| anyhow!("{e}"))?;
-            bar.suspend(|| {
-                eprintln!(
-                    "{}: loaded {} keys in {:.2} s on {} thread(s)",
-                    config.label(),
-                    workload.key_count(),
-                    report.load_s,
-                    report.threads
-                );
-            });
-            if let Some(path) = &options.history {
-                super::write_history(path, report.history.iter().cloned())?;
-            }
-            if options.verify {
-                let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
-                if let Some((initial, total)) = report.conserved
-                    && initial != total
-                {
-                    bail!("the conserved total changed from {initial} to {total}");
-                }
+                let meter = RateMeter::new(bar);
+                let report =
+                    ordo_threads::run(&config, &workload, &spec, |elapsed_s, commits| meter.update(elapsed_s, commits))
+                        .map_err(|e| anyhow!("{e}"))?;
                 bar.suspend(|| {
                     eprintln!(
-                        "verified: {} committed transactions serializable ({} dependency edges){}",
-                        checked.transactions,
-                        checked.edges(),
-                        if report.conserved.is_some() { "; conserved total exact" } else { "" }
+                        "{}: loaded {} keys in {:.2} s on {} thread(s)",
+                        config.label(),
+                        workload.key_count(),
+                        report.load_s,
+                        report.threads
                     );
                 });
-            }
-            let mut info = info.clone();
-            info.seed = seed;
-            Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
-        }),
-    }
-}
-
-/// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): each protocol
-/// over the storage engine, one run per thread count and (tpcc-hybrid) contention degree.
-fn plan_tables(args: &BenchArgs, index: Index, protocols: &[(ProtocolKind, bool)]) -> Result<Vec<Planned>> {
-    let t = &args.threads;
-    if t.prefetch.iter().any(|&on| on) {
-        bail!("--prefetch is for the flat store: add --index array");
-    }
-    let thetas: Vec<f64> = if args.workload.is_tpcc() {
-        if args.theta.len() > 1 {
-            bail!("{} has no Zipf skew: give no --theta list", args.workload.name());
+                if let Some(path) = &options.history {
+                    super::write_history(path, report.history.iter().cloned())?;
+                }
+                if options.verify {
+                    let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
+                    if let Some((initial, total)) = report.conserved
+                        && initial != total
+                    {
+                        bail!("the conserved total changed from {initial} to {total}");
+                    }
+                    bar.suspend(|| {
+                        eprintln!(
+                            "verified: {} committed transactions serializable ({} dependency edges){}",
+                            checked.transactions,
+                            checked.edges(),
+                            if report.conserved.is_some() { "; conserved total exact" } else { "" }
+                        );
+                    });
+                }
+                let mut info = info.clone();
+                info.seed = seed;
+                Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+            }),
         }
-        vec![0.0]
-    } else {
-        args.theta.clone()
-    };
-    let mut planned = Vec::new();
-    let bindings = if args.workload.is_tpcc() { args.workload.binding.clone() } else { vec!["fixed".into()] };
-    for &theta in &thetas {
-        for range in args.workload.analytic_ranges() {
-            for binding in &bindings {
-                let mut workload = args.workload.clone();
-                workload.binding = vec![binding.clone()];
-                workload.build_tables(theta, args.seed, range.unwrap_or(0.0))?;
-                for (&threads, &(protocol, reorder)) in
-                    t.threads.iter().flat_map(|threads| protocols.iter().map(move |p| (threads, p)))
-                {
-                    if protocol == ProtocolKind::Serial && threads != t.threads[0] {
-                        continue; // serial runs one thread whatever the sweep says
+    }
+
+    /// The runs of a table sweep (TPC-C, or a key-value workload with `--index tree`): Silo
+    /// over the storage engine, one run per thread count, binding and (tpcc-hybrid) contention
+    /// degree.
+    fn plan_tables(&self, index: Index) -> Result<Vec<Planned<ThreadsRun>>> {
+        let (t, common) = (&self.engine, &self.common);
+        if t.prefetch.iter().any(|&on| on) {
+            bail!("--prefetch is for the flat store: add --index array");
+        }
+        let tpcc = common.workload.is_tpcc();
+        let thetas: Vec<f64> = if tpcc {
+            if common.theta.len() > 1 {
+                bail!("{} has no Zipf skew: give no --theta list", common.workload.name().name());
+            }
+            vec![0.0]
+        } else {
+            common.theta.clone()
+        };
+        let bindings = common.workload.bindings();
+        if tpcc {
+            let warehouses = u64::from(common.workload.warehouses);
+            check_fits(
+                &format!("TPC-C with {warehouses} warehouses"),
+                warehouses.saturating_mul(TPCC_WAREHOUSE_BYTES),
+                "use fewer --warehouses",
+            )?;
+        } else {
+            // YCSB's core workloads on tables grow from `--records` by their inserts.
+            let keys = match common.workload.ycsb {
+                Some(_) => common.workload.records,
+                None => common.workload.build(thetas[0], common.seed)?.key_count(),
+            };
+            let record = record_bytes(common.workload.payload_bytes, None);
+            let per_record = if index == Index::Tree { (record as f64 * TREE_RECORD_FACTOR) as u64 } else { record };
+            check_fits(
+                &format!("the tables ({keys} records behind the {} index)", index.name()),
+                keys.saturating_mul(per_record),
+                "use fewer --records or --keys, or fewer --payload-bytes",
+            )?;
+        }
+        let mut planned = Vec::new();
+        for &theta in &thetas {
+            for range in common.workload.analytic_ranges() {
+                for &binding in &bindings {
+                    common.workload.build_tables(theta, common.seed, binding, range.unwrap_or(0.0))?;
+                    for (&threads, &protocol) in
+                        t.threads.iter().flat_map(|threads| t.protocol.iter().map(move |p| (threads, p)))
+                    {
+                        if protocol.protocol == ProtocolKind::Serial && threads != t.threads[0] {
+                            continue; // serial runs one thread whatever the sweep says
+                        }
+                        let point = Point { protocol, threads, prefetch: false, index: Some(index) };
+                        let EngineChoice::Tables(config) = engine_config(t, &common.workload, point)? else {
+                            unreachable!("a point with an index runs on tables");
+                        };
+                        let mut label = vec![("protocol".to_owned(), config.label())];
+                        if !tpcc {
+                            label.push(("theta".into(), format!("{theta}")));
+                        }
+                        if bindings.len() > 1 {
+                            label.push(("binding".into(), super::value_name(&binding)));
+                        }
+                        if let Some(range) = range.filter(|_| common.workload.analytic_range.len() > 1) {
+                            label.push(("analytic_range".into(), format!("{range}")));
+                        }
+                        if t.threads.len() > 1 {
+                            label.push(("threads".into(), threads.to_string()));
+                        }
+                        planned.push(self.planned_table_run(theta, binding, range, config, label));
                     }
-                    let config = TablesConfig {
-                        protocol,
-                        reorder,
-                        batch: (t.batch > 0).then_some(t.batch),
-                        threads,
-                        index,
-                        versions: t.versions,
-                        ..TablesConfig::default()
-                    };
-                    let mut label = vec![("protocol".to_owned(), config.label())];
-                    if !args.workload.is_tpcc() {
-                        label.push(("theta".into(), format!("{theta}")));
-                    }
-                    if bindings.len() > 1 {
-                        label.push(("binding".into(), binding.clone()));
-                    }
-                    if let Some(range) = range.filter(|_| args.workload.analytic_range.len() > 1) {
-                        label.push(("analytic_range".into(), format!("{range}")));
-                    }
-                    if t.threads.len() > 1 {
-                        label.push(("threads".into(), threads.to_string()));
-                    }
-                    planned.push(planned_table_run(args, &workload, theta, range, config, label));
                 }
             }
         }
+        Ok(planned)
     }
-    Ok(planned)
-}
 
-fn planned_table_run(
-    args: &BenchArgs,
-    workload_args: &super::workloads::WorkloadArgs,
-    theta: f64,
-    analytic_range: Option<f64>,
-    config: TablesConfig,
-    label: Vec<(String, String)>,
-) -> Planned {
-    let mut knobs: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    for (name, value) in workload_args.describe() {
-        knobs.insert(name.into(), value);
-    }
-    knobs.insert("protocol".into(), config.label().into());
-    knobs.insert("reorder".into(), config.reorder.into());
-    if config.reorder {
-        knobs.insert("batch".into(), config.effective_batch().into());
-    }
-    if config.protocol != ProtocolKind::Silo {
-        knobs.insert("versions".into(), config.versions.into());
-    }
-    knobs.insert("threads".into(), config.threads.into());
-    knobs.insert("index".into(), config.index.name().into());
-    knobs.insert("epoch_ms".into(), config.epoch_ms.into());
-    if let Some(range) = analytic_range {
-        knobs.insert("analytic_range".into(), range.into());
-    }
-    if !workload_args.is_tpcc() {
-        knobs.insert("payload_bytes".into(), workload_args.payload_bytes.into());
-    }
-    let info = args.run_info("threads", workload_args.name(), config.label(), theta, knobs);
-    let workload_args = workload_args.clone();
-    Planned {
-        info: info.clone(),
-        label,
-        run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
-            let workload = workload_args.build_tables(theta, seed, analytic_range.unwrap_or(0.0))?;
-            let spec = TableRunSpec {
-                seed,
-                warmup: Duration::from_secs_f64(options.warmup_s),
-                duration: Duration::from_secs_f64(options.duration_s),
-                cooldown: Duration::from_secs_f64(options.cooldown_s),
-                record_history: options.history.is_some() || options.verify,
-            };
-            let meter = RateMeter::new(bar);
-            let report = ordo_threads::tables::run(&config, &workload, &spec, |elapsed_s, commits| {
-                meter.update(elapsed_s, commits);
-            })
-            .map_err(|e| anyhow!("{e}"))?;
-            let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
-            bar.suspend(|| {
-                eprintln!(
-                    "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
-                    config.label(),
-                    config.index.name(),
-                    report.load_s,
-                    consistency.checked.join(", ")
-                );
-            });
-            if let Some(path) = &options.history {
-                super::write_history(path, report.history.iter().cloned())?;
-            }
-            if options.verify {
-                let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
-                bar.suspend(|| {
-                    eprintln!(
-                        "verified: {} committed transactions serializable ({} dependency edges; {} inserts, {} \
-                         deletes, {} scans of {} rows, {} absences seen by scans and absent reads)",
-                        checked.transactions,
-                        checked.edges(),
-                        checked.inserts,
-                        checked.deletes,
-                        checked.scans,
-                        checked.scanned_rows,
-                        checked.scanned_absences + checked.ambiguous_absences
-                    );
-                });
-            }
-            let mut info = info.clone();
-            info.seed = seed;
-            let names = workload.procedure_names();
-            let mut result = RunResult::from_recorder(info, &report.recorder, report.measured_s, names);
-            result.aborts_by_procedure = report
-                .aborts_by_procedure
-                .iter()
-                .enumerate()
-                .filter(|&(_, &count)| count > 0)
-                .map(|(i, &count)| {
-                    (names.get(i).map_or_else(|| format!("procedure_{i}"), |n| (*n).to_owned()), count as f64)
+    fn planned_table_run(
+        &self,
+        theta: f64,
+        binding: BindingArg,
+        analytic_range: Option<f64>,
+        config: TablesConfig,
+        label: Vec<(String, String)>,
+    ) -> Planned<ThreadsRun> {
+        let workload_args = self.common.workload.clone();
+        let index = if config.index == Index::Tree { IndexArg::Tree } else { IndexArg::Array };
+        let knobs = ThreadsKnobs {
+            protocol: ThreadsProtocol { protocol: config.protocol, reorder: config.reorder },
+            threads: config.effective_threads(),
+            index,
+            payload_bytes: (!workload_args.is_tpcc()).then_some(workload_args.payload_bytes),
+            prefetch: None,
+            batch: config.reorder.then(|| config.effective_batch()),
+            versions: matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi).then_some(config.versions),
+            epoch_ms: Some(config.epoch_ms),
+            analytic_range,
+        };
+        let run = ThreadsRun { workload: workload_args.knobs(binding), knobs };
+        let info = self.common.run_info(run, theta);
+        let tpcc = workload_args.is_tpcc();
+        Planned {
+            info: info.clone(),
+            label,
+            run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
+                let workload = workload_args.build_tables(theta, seed, binding, analytic_range.unwrap_or(0.0))?;
+                let spec = TableRunSpec {
+                    seed,
+                    warmup: Duration::from_secs_f64(options.warmup_s),
+                    duration: Duration::from_secs_f64(options.duration_s),
+                    cooldown: Duration::from_secs_f64(options.cooldown_s),
+                    record_history: options.history.is_some() || options.verify,
+                };
+                let meter = RateMeter::new(bar);
+                let report = ordo_threads::tables::run(&config, &workload, &spec, |elapsed_s, commits| {
+                    meter.update(elapsed_s, commits);
                 })
-                .collect();
-            if workload.name().starts_with("tpcc") && report.measured_s > 0.0 {
-                let new_orders = result.commits_by_procedure.get("new_order").copied().unwrap_or(0.0);
-                result.tpmc = Some(new_orders * 60.0 / report.measured_s);
-            }
-            Ok(result)
-        }),
+                .map_err(|e| anyhow!("{e}"))?;
+                let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
+                bar.suspend(|| {
+                    eprintln!(
+                        "{} on tables ({} index): loaded in {:.2} s; after the run {} hold",
+                        config.label(),
+                        config.index.name(),
+                        report.load_s,
+                        consistency.checked.join(", ")
+                    );
+                });
+                if let Some(path) = &options.history {
+                    super::write_history(path, report.history.iter().cloned())?;
+                }
+                if options.verify {
+                    let checked = ordo_history::check(&report.history).map_err(|v| anyhow!("not serializable: {v}"))?;
+                    bar.suspend(|| {
+                        eprintln!(
+                            "verified: {} committed transactions serializable ({} dependency edges; {} inserts, {} \
+                             deletes, {} scans of {} rows, {} absences seen by scans and absent reads)",
+                            checked.transactions,
+                            checked.edges(),
+                            checked.inserts,
+                            checked.deletes,
+                            checked.scans,
+                            checked.scanned_rows,
+                            checked.scanned_absences + checked.ambiguous_absences
+                        );
+                    });
+                }
+                let mut info = info.clone();
+                info.seed = seed;
+                let names = workload.procedure_names();
+                let mut result = RunResult::from_recorder(info, &report.recorder, report.measured_s, names);
+                result.aborts_by_procedure = report
+                    .aborts_by_procedure
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &count)| count > 0)
+                    .map(|(i, &count)| {
+                        (names.get(i).map_or_else(|| format!("procedure_{i}"), |n| (*n).to_owned()), count as f64)
+                    })
+                    .collect();
+                if tpcc && report.measured_s > 0.0 {
+                    let new_orders = result.commits_by_procedure.get("new_order").copied().unwrap_or(0.0);
+                    result.tpmc = Some(new_orders * 60.0 / report.measured_s);
+                }
+                Ok(result)
+            }),
+        }
     }
 }

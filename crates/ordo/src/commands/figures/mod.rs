@@ -27,21 +27,47 @@ use ordo_figures::{ExperimentReport, Report};
 
 #[derive(Debug, Args)]
 pub struct FiguresArgs {
-    /// Experiment: fvs, greedy, modes, batch-size, smallbank, policies, threads, postgres,
-    /// reorder-workers, or all.
-    pub name: String,
+    /// The experiment, or all of them.
+    #[arg(value_enum)]
+    pub name: ExperimentName,
     /// A first look: short runs, every experiment in under ten minutes on two cores.
     #[arg(long)]
     pub quick: bool,
     /// Output folder (created if missing).
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Runs per point (mean, standard deviation, error bars); default 1 with --quick, else 3.
+    /// Runs per point (mean, standard deviation, error bars), 1..=1000; default 1 with
+    /// --quick, else 3.
     #[arg(long)]
     pub runs: Option<usize>,
     /// Discard finished runs in the output folder and measure everything again.
     #[arg(long)]
     pub fresh: bool,
+}
+
+/// The experiments by name (`experiments::ALL` holds what each runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExperimentName {
+    /// Figures 5-6: feedback vertex set algorithms.
+    Fvs,
+    /// Figures 7-9: SCC-based against sort-based greedy, end to end.
+    Greedy,
+    /// Figures 10-12: batching and reordering at storage and validator.
+    Modes,
+    /// The validator's batch size.
+    BatchSize,
+    /// Figures 13-15: SmallBank.
+    Smallbank,
+    /// Figures 16-18: tail-latency policies.
+    Policies,
+    /// Figures 19-21: thread-per-worker engines and thread-aware reordering.
+    Threads,
+    /// Figures 22-24: batching and reordering in front of PostgreSQL.
+    Postgres,
+    /// Figures 26-28: parallel reorder workers.
+    ReorderWorkers,
+    /// Every experiment, in this order.
+    All,
 }
 
 /// What every experiment needs.
@@ -62,20 +88,24 @@ impl Context {
     }
 }
 
+/// Checks the flags before anything runs; the runs per point.
+pub fn validate(args: &FiguresArgs) -> Result<usize> {
+    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
+    super::bench::values::within("--runs", [runs], 1, super::bench::RUNS_MAX)?;
+    Ok(runs)
+}
+
 pub fn run(args: &FiguresArgs) -> Result<()> {
-    let names: Vec<&str> = if args.name == "all" {
+    let name = super::bench::value_name(&args.name);
+    let names: Vec<&str> = if args.name == ExperimentName::All {
         experiments::ALL.iter().map(|e| e.name).collect()
     } else {
-        let Some(experiment) = experiments::ALL.iter().find(|e| e.name == args.name) else {
-            let known: Vec<&str> = experiments::ALL.iter().map(|e| e.name).collect();
-            bail!("unknown experiment `{}`; expected one of {}, or all", args.name, known.join(", "));
+        let Some(experiment) = experiments::ALL.iter().find(|e| e.name == name) else {
+            bail!("experiment `{name}` has no runner");
         };
         vec![experiment.name]
     };
-    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
-    if runs == 0 {
-        bail!("--runs must be at least 1");
-    }
+    let runs = validate(args)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let ctx = Context {
         out: args.out.clone(),
@@ -98,7 +128,7 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
 }
 
 fn write_report(args: &FiguresArgs, ctx: &Context, sections: &[ExperimentReport]) -> Result<()> {
-    let mut command = format!("ordo figures {}", args.name);
+    let mut command = format!("ordo figures {}", super::bench::value_name(&args.name));
     if args.quick {
         command.push_str(" --quick");
     }

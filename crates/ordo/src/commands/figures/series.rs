@@ -2,47 +2,63 @@
 
 use ordo_figures::{LineChart, PercentileChart, PercentileGroup, Point, Series};
 use ordo_harness::RunResult;
+use ordo_pipeline::Mode;
 
-/// How to read a chart out of a set of results.
-pub struct View<'a> {
-    pub results: &'a [RunResult],
+/// How to read a chart out of a set of results (of one engine, whose description is `C`).
+pub struct View<'a, C> {
+    pub results: &'a [RunResult<C>],
     /// The series (legend entry) a result belongs to.
-    pub series: &'a dyn Fn(&RunResult) -> String,
+    pub series: &'a dyn Fn(&RunResult<C>) -> String,
     /// Its position on the x axis.
-    pub x: &'a dyn Fn(&RunResult) -> f64,
+    pub x: &'a dyn Fn(&RunResult<C>) -> f64,
 }
 
 /// A measurement drawn on the y axis, with its standard deviation over runs if known.
-pub struct Measure {
+pub struct Measure<C> {
     pub label: &'static str,
-    pub value: fn(&RunResult) -> f64,
-    pub std: Option<fn(&RunResult) -> f64>,
+    pub value: fn(&RunResult<C>) -> f64,
+    pub std: Option<fn(&RunResult<C>) -> f64>,
 }
 
-pub const THROUGHPUT: Measure = Measure {
-    label: "Throughput (committed transactions/s)",
-    value: |r| r.throughput_tps,
-    std: Some(|r| r.std.map_or(0.0, |s| s.throughput_tps)),
-};
-pub const LATENCY_MEAN: Measure = Measure {
-    label: "Average latency (µs)",
-    value: |r| r.latency_us.mean,
-    std: Some(|r| r.std.map_or(0.0, |s| s.latency_us_mean)),
-};
-pub const LATENCY_P99: Measure = Measure {
-    label: "99th percentile latency (µs)",
-    value: |r| r.latency_us.p99,
-    std: Some(|r| r.std.map_or(0.0, |s| s.latency_us_p99)),
-};
-pub const ABORT_RATE: Measure = Measure {
-    label: "Abort rate (% of attempts)",
-    value: |r| 100.0 * r.abort_rate,
-    std: Some(|r| 100.0 * r.std.map_or(0.0, |s| s.abort_rate)),
-};
+pub fn throughput<C>() -> Measure<C> {
+    Measure {
+        label: "Throughput (committed transactions/s)",
+        value: |r| r.throughput_tps,
+        std: Some(|r| r.std.map_or(0.0, |s| s.throughput_tps)),
+    }
+}
 
-impl View<'_> {
+pub fn latency_mean<C>() -> Measure<C> {
+    Measure {
+        label: "Average latency (µs)",
+        value: |r| r.latency_us.mean,
+        std: Some(|r| r.std.map_or(0.0, |s| s.latency_us_mean)),
+    }
+}
+
+pub fn latency_p99<C>() -> Measure<C> {
+    Measure {
+        label: "99th percentile latency (µs)",
+        value: |r| r.latency_us.p99,
+        std: Some(|r| r.std.map_or(0.0, |s| s.latency_us_p99)),
+    }
+}
+
+pub fn abort_rate<C>() -> Measure<C> {
+    Measure {
+        label: "Abort rate (% of attempts)",
+        value: |r| 100.0 * r.abort_rate,
+        std: Some(|r| 100.0 * r.std.map_or(0.0, |s| s.abort_rate)),
+    }
+}
+
+pub fn latency_max<C>() -> Measure<C> {
+    Measure { label: "Maximum latency (µs)", value: |r| r.latency_us.max, std: None }
+}
+
+impl<C> View<'_, C> {
     /// Series in order of first appearance, points sorted by x.
-    pub fn line(&self, title: &str, x_label: &str, measure: &Measure) -> LineChart {
+    pub fn line(&self, title: &str, x_label: &str, measure: &Measure<C>) -> LineChart {
         let mut series: Vec<Series> = Vec::new();
         for result in self.results {
             let name = (self.series)(result);
@@ -93,18 +109,12 @@ impl View<'_> {
 }
 
 /// The paper's modes with the full names its reviewers asked for.
-pub fn mode_name(mode: &str) -> String {
+pub fn mode_name(mode: Mode) -> String {
     match mode {
-        "base" => "base: no batching".into(),
-        "batch" => "batch: batching, no reordering".into(),
-        "sr" => "sr: storage batching + reordering".into(),
-        "vc" => "vc: validator batching + reordering".into(),
-        "srvc" => "srvc: storage + validator reordering".into(),
-        other => other.into(),
+        Mode::Base => "base: no batching".into(),
+        Mode::Batch => "batch: batching, no reordering".into(),
+        Mode::Sr => "sr: storage batching + reordering".into(),
+        Mode::Vc => "vc: validator batching + reordering".into(),
+        Mode::Srvc => "srvc: storage + validator reordering".into(),
     }
-}
-
-/// A string knob of a result's configuration.
-pub fn knob(result: &RunResult, name: &str) -> String {
-    result.info.config.get(name).map_or_else(String::new, |v| v.to_string().trim_matches('"').to_owned())
 }
