@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::pipeline::to_map;
-use super::values::{BatchSize, not_empty, on_off, within};
+use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
 use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs, knobs_of};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
@@ -299,7 +299,7 @@ pub struct Point {
 
 /// The one place the command line's flags become the thread engine's configuration.
 pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) -> Result<EngineChoice> {
-    let batch = args.batch.map(|b| b.fixed("--batch", BATCH_MAX)).transpose()?;
+    let batch = args.batch.map(|b| b.fixed_only("--batch", BATCH_MAX)).transpose()?;
     match point.index {
         None => {
             let config = EngineConfig {
@@ -406,7 +406,7 @@ impl ThreadsBench {
         within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
         within("--versions", [t.versions], 2, VERSIONS_MAX)?;
         if let Some(batch) = t.batch {
-            batch.fixed("--batch", BATCH_MAX)?;
+            batch.fixed_only("--batch", BATCH_MAX)?;
         }
         if self.common.verify && t.protocol.iter().any(|p| !p.protocol.serializable()) {
             bail!(
