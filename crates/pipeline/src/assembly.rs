@@ -44,7 +44,7 @@ pub fn build(
             workload.as_ref(),
             mode.storage_batching(),
             mode.storage_reordering(),
-            config.storage_batch_size,
+            config.initial_storage_batch_size(),
             config.storage_batch_wait_us_max,
         );
         nodes.push((Address::Storage(index), Node::Storage(partition)));
@@ -53,7 +53,7 @@ pub fn build(
         workload.key_count(),
         mode.validator_batching(),
         mode.validator_reordering(),
-        config.validator_batch_size,
+        config.initial_validator_batch_size(),
         config.validator_batch_wait_us_max,
         config.reorder_workers as u16,
     );

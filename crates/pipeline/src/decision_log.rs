@@ -109,6 +109,11 @@ impl LoggedValidator {
         self.route(ctx);
     }
 
+    /// Sets the validator's batch cap (the batch-size controller's choice).
+    pub fn set_batch_size(&mut self, batch_size: usize) {
+        self.validator.set_batch_size(batch_size);
+    }
+
     /// Closes the validator's partial batches, and releases the decisions the log made
     /// durable; wants another tick while decisions are held.
     pub fn tick(&mut self, ctx: &mut Context, queued: bool) -> Deadline {

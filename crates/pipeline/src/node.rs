@@ -3,6 +3,7 @@
 use crate::client::Client;
 use crate::component::{Context, Deadline};
 use crate::decision_log::LoggedValidator;
+use crate::driver::tuning::Sizes;
 use crate::message::Message;
 use crate::processor::Processor;
 use crate::reorder_worker::ReorderWorker;
@@ -30,6 +31,16 @@ impl Node {
             Node::Validator(v) => v.handle(message, ctx),
             Node::LoggedValidator(v) => v.handle(message, ctx),
             Node::Reorder(r) => r.handle(message, ctx),
+        }
+    }
+
+    /// Sets the batch caps the batch-size controller chose (components without a batch ignore it).
+    pub fn resize(&mut self, sizes: &Sizes) {
+        match self {
+            Node::Storage(s) => s.set_batch_size(sizes.storage),
+            Node::Validator(v) => v.set_batch_size(sizes.validator),
+            Node::LoggedValidator(v) => v.set_batch_size(sizes.validator),
+            Node::Client(_) | Node::Processor(_) | Node::Reorder(_) => {}
         }
     }
 

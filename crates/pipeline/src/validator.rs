@@ -81,6 +81,17 @@ impl Validator {
         }
     }
 
+    /// Sets the batch cap (the drivers' batch-size controller); a batch that is already as
+    /// large closes with the next request or tick.
+    pub fn set_batch_size(&mut self, batch_size: usize) {
+        assert!(batch_size > 0, "a batch cap of 0 would never close a batch");
+        self.batch_size = batch_size;
+    }
+
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
     /// The timestamp the next committed transaction will get.
     pub fn next_ts(&self) -> Ts {
         self.next_ts

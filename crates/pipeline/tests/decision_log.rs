@@ -12,7 +12,9 @@ use std::sync::Arc;
 use ordo_log::{Dir, Durability, FaultyDir};
 use ordo_pipeline::decision_log::DecisionLogConfig;
 use ordo_pipeline::replay::check_serial_replay;
-use ordo_pipeline::{CommitRecord, ConfigError, Mode, PipelineConfig, SimulationConfig, SimulationError, Ts, simulate};
+use ordo_pipeline::{
+    BatchSize, CommitRecord, ConfigError, Mode, PipelineConfig, SimulationConfig, SimulationError, Ts, simulate,
+};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{SmallBank, SmallBankConfig, Value, Workload};
 
@@ -38,8 +40,9 @@ fn config(mode: Mode, dir: &FaultyDir) -> PipelineConfig {
         processors: 2,
         storage_workers: 2,
         reorder_workers: 2,
-        validator_batch_size: 8,
-        storage_batch_size: 8,
+        // Fixed sizes: the controller's windows would make the seeded crash moments depend on it.
+        validator_batch_size: BatchSize::fixed(8).expect("a positive size"),
+        storage_batch_size: BatchSize::fixed(8).expect("a positive size"),
         decision_log: Some(DecisionLogConfig {
             dir: PathBuf::from("<faulty>"),
             device: Some(Arc::new(dir.clone()) as Arc<dyn Dir>),

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::durability::{self, DurabilityArg, DurabilityArgs, DurabilityKnobs, HistoryStream};
 use super::pipeline::to_map;
-use super::values::{BatchSize, not_empty, on_off, within};
+use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
 use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs, knobs_of};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
@@ -329,7 +329,7 @@ pub struct Point {
 
 /// The one place the command line's flags become the thread engine's configuration.
 pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) -> Result<EngineChoice> {
-    let batch = args.batch.map(|b| b.fixed("--batch", BATCH_MAX)).transpose()?;
+    let batch = args.batch.map(|b| b.fixed_only("--batch", BATCH_MAX)).transpose()?;
     match point.index {
         None => {
             let config = EngineConfig {
@@ -437,7 +437,7 @@ impl ThreadsBench {
         within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
         within("--versions", [t.versions], 2, VERSIONS_MAX)?;
         if let Some(batch) = t.batch {
-            batch.fixed("--batch", BATCH_MAX)?;
+            batch.fixed_only("--batch", BATCH_MAX)?;
         }
         let log = &t.durability.log;
         if log.logs() && !self.common.workload.needs_tables() && t.index == Some(IndexArg::Array) {
