@@ -64,5 +64,8 @@ pub fn build(
             .map_err(|e| ConfigError::Invalid { field: "reorder", reason: e.to_string() })?;
         nodes.push((Address::Reorder(index), Node::Reorder(Box::new(worker))));
     }
+    if let Some(log) = &config.decision_log {
+        crate::decision_log::attach(&mut nodes, log, workload.as_ref(), counters)?;
+    }
     Ok(nodes)
 }

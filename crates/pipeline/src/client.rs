@@ -43,6 +43,8 @@ pub struct Client {
 pub struct Counters {
     pub submitted: AtomicU64,
     pub finished: AtomicU64,
+    /// Why the run must stop (the validator's log failed), once set.
+    pub failure: std::sync::OnceLock<String>,
     tallies: Vec<CachePadded<TallySlot>>,
 }
 
@@ -76,6 +78,11 @@ impl Counters {
             aborted: sum.aborted + slot.aborted.load(Ordering::Relaxed),
             latency_us_sum: sum.latency_us_sum + slot.latency_us_sum.load(Ordering::Relaxed),
         })
+    }
+
+    /// Stops the run with `reason` (the first reason wins).
+    pub fn fail(&self, reason: String) {
+        let _ = self.failure.set(reason);
     }
 
     /// Whether no transaction is live (see the type's invariant).

@@ -111,6 +111,10 @@ impl clap::ValueEnum for Mode {
 pub enum ConfigError {
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    /// The validator's write-ahead log stopped after a failed write or fsync: decisions after
+    /// its last durable epoch were never released.
+    #[error("the validator's write-ahead log stopped: {0}")]
+    LogStopped(String),
 }
 
 /// Most live transactions: each holds its read and write sets and messages in flight, so a
@@ -282,6 +286,8 @@ pub struct PipelineConfig {
     pub messages_per_flush: BatchSize,
     /// How the `auto` knobs are searched.
     pub tuning: Tuning,
+    /// Log the validator's decisions (`None`: nothing is logged).
+    pub decision_log: Option<crate::decision_log::DecisionLogConfig>,
 }
 
 /// The default concurrency level: loaded but not thrashing on the reference machine (2 cores;
@@ -308,6 +314,7 @@ impl Default for PipelineConfig {
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
             messages_per_flush: BatchSize::Auto,
             tuning: Tuning::default(),
+            decision_log: None,
         }
     }
 }

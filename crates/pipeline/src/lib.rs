@@ -26,11 +26,17 @@
 //!
 //! Invariant: commit-timestamp order is a serial order of the committed transactions, and the
 //! store converges to the serial replay of that order.
+//!
+//! With a write-ahead log ([`decision_log`], `PipelineConfig::decision_log`), the validator's
+//! commit decisions are logged with their timestamps and written values, and reach their
+//! processors only once durable; a pipeline started on the directory rebuilds storage from its
+//! checkpoint plus that log.
 
 pub mod assembly;
 pub mod client;
 pub mod component;
 pub mod config;
+pub mod decision_log;
 pub mod driver;
 pub mod message;
 pub mod node;

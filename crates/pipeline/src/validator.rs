@@ -97,6 +97,18 @@ impl Validator {
         self.next_ts
     }
 
+    /// Before a run, after recovery: `key` was last written at `version`; timestamps resume
+    /// above it.
+    pub fn restore(&mut self, key: u64, version: Ts) {
+        self.last_write[key as usize] = version;
+        self.resume_after(version);
+    }
+
+    /// Before a run, after recovery: timestamps resume above `ts`.
+    pub fn resume_after(&mut self, ts: Ts) {
+        self.next_ts = self.next_ts.max(ts + 1);
+    }
+
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {
         match message {
             Message::Validate(request) => {

@@ -87,6 +87,10 @@ pub enum SimulationError {
     Config(#[from] ConfigError),
     #[error("the run stalled: {live} transactions still live after {elapsed_us} µs of virtual time")]
     Stalled { live: usize, elapsed_us: u64 },
+    /// The validator's log failed (fail-stop); `history` holds the transactions whose
+    /// commits reached their processors before it did.
+    #[error("the validator's write-ahead log stopped: {reason}")]
+    LogStopped { reason: String, history: Vec<CommitRecord> },
 }
 
 impl Default for SimulationConfig {
@@ -184,6 +188,9 @@ pub fn simulate(
     schedule(&mut out, &mut queue, now_us);
 
     loop {
+        if let Some(reason) = counters.failure.get() {
+            return Err(SimulationError::LogStopped { reason: reason.clone(), history });
+        }
         if now_us > simulation.time_limit_us {
             let live = nodes.iter().map(|(_, node)| if let Node::Client(c) = node { c.live() } else { 0 }).sum();
             return Err(SimulationError::Stalled { live, elapsed_us: now_us });
@@ -250,6 +257,10 @@ pub fn simulate(
             None => break,
             Some(next_us) => now_us = now_us.max(next_us),
         }
+    }
+    // The log may have failed in the last step that ran, with nothing left to wake the loop.
+    if let Some(reason) = counters.failure.get() {
+        return Err(SimulationError::LogStopped { reason: reason.clone(), history });
     }
 
     let storage: Vec<&Node> = nodes.iter().map(|(_, node)| node).collect();

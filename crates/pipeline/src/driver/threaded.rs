@@ -449,7 +449,8 @@ pub fn run_threaded(
         tuner.observe(now_us(), counters.tally());
     }
     let mut next_progress_us = PROGRESS_US;
-    while now_us() < total_us {
+    // A failed validator log stops the run at once.
+    while now_us() < total_us && counters.failure.get().is_none() {
         let next_window_us = tuner.as_ref().map_or(u64::MAX, WindowTuner::next_window_us);
         let wake_us = next_progress_us.min(next_window_us).min(total_us);
         std::thread::sleep(Duration::from_micros(wake_us.saturating_sub(now_us())));
@@ -464,14 +465,16 @@ pub fn run_threaded(
             on_progress(now as f64 / 1e6, counters.finished.load(Ordering::Relaxed));
         }
     }
-    if run.drain {
+    if run.drain && counters.failure.get().is_none() {
         shared.draining.store(true, Ordering::Release);
         for unparker in &unparkers {
             unparker.unpark();
         }
-        while !counters.idle() {
+        while !counters.idle() && counters.failure.get().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+    if run.drain && counters.failure.get().is_none() {
         shared.phase.store(FLUSH, Ordering::Release);
     } else {
         shared.phase.store(STOP, Ordering::Release);
@@ -480,6 +483,9 @@ pub fn run_threaded(
         unparker.unpark();
     }
     let workers: Vec<Worker> = handles.into_iter().map(|h| h.join().expect("engine thread panicked")).collect();
+    if let Some(reason) = counters.failure.get() {
+        return Err(ConfigError::LogStopped(reason.clone()));
+    }
 
     let mut recorder = Recorder::new(measured);
     let mut history = Vec::new();

@@ -3,6 +3,11 @@
 //! [`PipelineBench`] is the typed API (`ordo headline` and `ordo figures` build one in code);
 //! [`PipelineRun`] is what each result records: the workload and the engine's own
 //! [`PipelineConfig`].
+//!
+//! With `--wal DIR` the validator logs its commit decisions (group commit every `--epoch-ms`)
+//! and releases them once durable (`--durability sync`, the default) or once logged (`async`);
+//! a run started on a directory that holds a log rebuilds storage from it first
+//! ([`ordo_pipeline::decision_log`], flags in [`super::durability`]).
 
 use std::time::Duration;
 
@@ -19,6 +24,7 @@ use ordo_reorder::{FvsConfig, Policy};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::durability::{DurabilityArg, LogArgs};
 use super::values::{BatchSize, BatchSizeArg, not_empty, within};
 use super::workloads::{BindingArg, WorkloadKnobs, knobs_of};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
@@ -93,6 +99,8 @@ pub struct PipelineArgs {
     /// 300) or a number, 1..=100000; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub flush_messages: Vec<BatchSize>,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 impl Default for PipelineArgs {
@@ -110,7 +118,7 @@ impl Default for PipelineBench {
 /// What a pipeline run was: the workload and the engine's configuration. In results:
 /// `engine: "pipeline"`, `mode`, and under `config` the workload's knobs and the engine's
 /// (`concurrency`, `batch_size`, `storage_batch_size`, `algorithm`, `policy`, `placement`,
-/// `messages_per_flush`, ...).
+/// `messages_per_flush`, ...; with the validator's log `durability`, `wal` and `epoch_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Description", try_from = "Description")]
 pub struct PipelineRun {
@@ -140,6 +148,13 @@ struct PipelineKnobs {
     messages_per_flush: BatchSize,
     /// How many threads the placement has (written for readers; implied by `placement`).
     threads: usize,
+    /// The validator's log (only with one).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    durability: Option<DurabilityArg>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    wal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    epoch_ms: Option<u64>,
 }
 
 impl From<PipelineRun> for Description {
@@ -160,6 +175,9 @@ impl From<PipelineRun> for Description {
             placement: c.placement.to_string(),
             messages_per_flush: c.messages_per_flush,
             threads: c.placement.threads.len(),
+            durability: c.decision_log.as_ref().map(|log| log.durability.into()),
+            wal: c.decision_log.as_ref().map(|log| log.dir.display().to_string()),
+            epoch_ms: c.decision_log.as_ref().map(|log| log.epoch_ms),
         };
         let mut config = run.workload.to_map();
         config.extend(to_map(&knobs));
@@ -181,6 +199,17 @@ impl TryFrom<Description> for PipelineRun {
         let workload = knobs_of(&described.workload, &described.config)?;
         let knobs: PipelineKnobs = serde_json::from_value(Value::Object(described.config))?;
         let policy: Policy = knobs.policy.parse()?;
+        let decision_log = match (knobs.wal, knobs.durability, knobs.epoch_ms) {
+            (None, None, None) => None,
+            (Some(dir), Some(durability), Some(epoch_ms)) => Some(ordo_pipeline::decision_log::DecisionLogConfig {
+                dir: dir.into(),
+                device: None,
+                durability: durability.into(),
+                epoch_ms,
+                manual: false,
+            }),
+            _ => bail!("a pipeline result with a write-ahead log records its wal, durability and epoch_ms"),
+        };
         let config = PipelineConfig {
             mode: described.mode.parse()?,
             concurrency: knobs.concurrency,
@@ -195,6 +224,7 @@ impl TryFrom<Description> for PipelineRun {
             reorder: FvsConfig::from_label(&knobs.algorithm, policy)?,
             placement: knobs.placement.parse()?,
             messages_per_flush: knobs.messages_per_flush,
+            decision_log,
             tuning: Tuning::default(),
         };
         Ok(PipelineRun { workload, config })
@@ -240,6 +270,7 @@ impl PipelineBench {
         within("--processors", [p.processors], 1, COMPONENTS_MAX)?;
         within("--storage-workers", [p.storage_workers], 1, COMPONENTS_MAX)?;
         within("--reorder-workers", p.reorder_workers.iter().copied(), 1, COMPONENTS_MAX)?;
+        p.log.validate()?;
         check_sweep_size(&[
             ("--theta", self.common.theta.len()),
             ("--mode", p.mode.len()),
@@ -282,6 +313,7 @@ impl PipelineBench {
         flags.list("--reorder-workers", &p.reorder_workers, &d.reorder_workers);
         flags.repeated("--placement", &p.placement, &d.placement);
         flags.list("--flush-messages", &p.flush_messages, &d.flush_messages);
+        p.log.flags(&mut flags);
         flags.0
     }
 
@@ -295,6 +327,7 @@ impl PipelineBench {
             }
         }
         let flushes = &p.flush_messages;
+        let decision_log = p.log.decision_log()?;
         // Which knobs vary, so the table shows them.
         let varies = |n: usize| n > 1;
         let mut planned = Vec::new();
@@ -325,6 +358,7 @@ impl PipelineBench {
                                                 placement: placement.clone(),
                                                 messages_per_flush: flush,
                                                 tuning: Tuning::default(),
+                                                decision_log: decision_log.clone(),
                                             };
                                             config.validate()?;
                                             // Knobs a mode ignores do not make a new configuration.
@@ -400,6 +434,7 @@ impl PipelineBench {
                 }
             }
         }
+        p.log.check_verify(self.common.verify, self.common.runs, planned.len())?;
         Ok(planned)
     }
 
