@@ -16,7 +16,8 @@
 //!   restarts, batch statistics) that count only inside the measurement window.
 //! * [`result`]: the result record whose JSON field names are the contract every engine and
 //!   later tooling share (`engine`, `workload`, `mode`, `theta`, `commits`, `throughput_tps`,
-//!   `abort_rate`, `latency_us` {...}).
+//!   `abort_rate`, `latency_us` {...}), and, for adaptive runs, the batch sizes chosen over
+//!   time (`batch_sizes`).
 //! * [`output`]: text tables, JSON and CSV.
 //! * [`progress`]: a progress bar with the time left for timed runs.
 
@@ -26,4 +27,4 @@ pub mod progress;
 pub mod result;
 
 pub use metrics::{AbortCause, Recorder, Window};
-pub use result::{Aggregate, Description, LatencySummary, RowRates, RunInfo, RunResult};
+pub use result::{Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult};

@@ -64,6 +64,27 @@ pub struct BatchSummary {
     pub reorder_us_p99: f64,
 }
 
+/// The batch sizes an adaptive run's controller had chosen at `t_ms` (milliseconds since the
+/// run started, warm-up included): one entry at the start and one after every round of the
+/// controller, thinned evenly to a bounded length over long runs. Only the batching points the
+/// engine has are present: the pipeline's `storage`, `validator` and `flush` (messages per
+/// flush of the threaded runtime), the PostgreSQL tier's `batch` and `group`. A fixed knob
+/// reports its fixed size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSizeSample {
+    pub t_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub storage: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub validator: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub flush: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub batch: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub group: Option<u32>,
+}
+
 /// Rows per second that committed transactions read, by how they read them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RowRates {
@@ -116,6 +137,10 @@ pub struct RunResult<C = Description> {
     /// Medians when `runs > 1` (robust to one slow run on a shared machine).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub median: Option<Spread>,
+    /// The sizes an adaptive (`auto`) run chose over time; empty when every knob was fixed.
+    /// For several runs, those of the run with the median throughput.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub batch_sizes: Vec<BatchSizeSample>,
 }
 
 impl<C: Clone> RunResult<C> {
@@ -186,6 +211,7 @@ impl<C: Clone> RunResult<C> {
             tpmc: None,
             std: None,
             median: None,
+            batch_sizes: Vec::new(),
         }
     }
 
@@ -206,6 +232,11 @@ impl<C: Clone> RunResult<C> {
             values.sort_by(f64::total_cmp);
             let middle = values.len() / 2;
             if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
+        };
+        let median_run = {
+            let mut by_throughput: Vec<&RunResult<C>> = runs.iter().collect();
+            by_throughput.sort_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps));
+            by_throughput[by_throughput.len() / 2]
         };
         let mean_map = |f: &dyn Fn(&RunResult<C>) -> &BTreeMap<String, f64>| {
             let mut out: BTreeMap<String, f64> = BTreeMap::new();
@@ -263,6 +294,7 @@ impl<C: Clone> RunResult<C> {
                 latency_us_p95: median(&|r| r.latency_us.p95),
                 latency_us_p99: median(&|r| r.latency_us.p99),
             }),
+            batch_sizes: median_run.batch_sizes.clone(),
         }
     }
 
@@ -376,17 +408,39 @@ mod tests {
     }
 
     #[test]
+    fn batch_sizes_are_in_the_json_only_when_chosen() {
+        let mut result = RunResult::from_recorder(info(), &Recorder::new(Window::ALL), 1.0, &[]);
+        let json = serde_json::to_value(&result).unwrap();
+        assert!(json.get("batch_sizes").is_none(), "fixed runs keep the JSON as it was");
+        result.batch_sizes = vec![
+            BatchSizeSample { t_ms: 0, storage: Some(40), validator: Some(40), flush: Some(256), ..Default::default() },
+            BatchSizeSample { t_ms: 300, batch: Some(50), group: Some(16), ..Default::default() },
+        ];
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            json["batch_sizes"][0],
+            serde_json::json!({"t_ms": 0, "storage": 40, "validator": 40, "flush": 256})
+        );
+        assert_eq!(json["batch_sizes"][1], serde_json::json!({"t_ms": 300, "batch": 50, "group": 16}));
+        let back: RunResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, result);
+    }
+
+    #[test]
     fn aggregate_reports_mean_and_spread() {
         let mut runs = Vec::new();
-        for commits in [100u64, 200, 300] {
+        for commits in [300u64, 100, 200] {
             let mut recorder = Recorder::new(Window::ALL);
             for _ in 0..commits {
                 recorder.commit(1, 10, 0, 0);
             }
-            runs.push(RunResult::from_recorder(info(), &recorder, 1.0, &[]));
+            let mut run = RunResult::from_recorder(info(), &recorder, 1.0, &[]);
+            run.batch_sizes = vec![BatchSizeSample { t_ms: commits, ..Default::default() }];
+            runs.push(run);
         }
         let aggregate = RunResult::aggregate(&runs);
         assert_eq!(aggregate.runs, 3);
+        assert_eq!(aggregate.batch_sizes[0].t_ms, 200, "the sizes of the median run");
         assert_eq!(aggregate.throughput_tps, 200.0);
         assert!((aggregate.std.unwrap().throughput_tps - 100.0).abs() < 1e-9);
     }

@@ -62,7 +62,8 @@ fn phantom_candidates(entries: &[HistoryEntry]) -> Vec<(usize, usize, usize, usi
     for (scanner, entry) in entries.iter().enumerate() {
         for (scan_position, scan) in entry.scans.iter().enumerate() {
             for (row_position, &(key, version)) in scan.rows.iter().enumerate() {
-                let list = &writes[&(scan.table, key)];
+                // A row no transaction wrote is the loaded one: no insert to lose.
+                let Some(list) = writes.get(&(scan.table, key)) else { continue };
                 let only_absence_is_initial = list.first().is_some_and(|write| write.2 == WriteEffect::Insert)
                     && list.iter().all(|write| write.2 != WriteEffect::Delete);
                 let Some(inserter) = writer_of(scan.table, key, version) else { continue };

@@ -10,8 +10,7 @@ use std::time::Instant;
 
 use ordo_log::format::{self, Record};
 use ordo_log::{
-    CheckpointWriter, Dir, FileDir, GroupCommit, RowRecord, SegmentWriter, TxRecord, WorkerEpoch, Write, WriteKind,
-    recover,
+    CheckpointWriter, Dir, FileDir, GroupCommit, SegmentWriter, TxRecord, WorkerEpoch, Write, WriteKind, recover,
 };
 
 const FSYNC_SAMPLES: usize = 200;
@@ -51,7 +50,7 @@ fn main() {
     // A checkpoint at epoch 1, then the log.
     let mut checkpoint = CheckpointWriter::begin(&dir, 1).expect("checkpoint");
     for key in 0..rows {
-        checkpoint.row(&RowRecord { table: 0, key, version: 1, row: vec![key; 4] }).expect("row");
+        checkpoint.row_words(0, key, 1, &[key; 4]).expect("row");
     }
     let mut writer = SegmentWriter::start(FileDir::open(&path).expect("open"), 0, 0, 64 << 20).expect("segment");
     let mut core = GroupCommit::new(1, 1, 0, 0);

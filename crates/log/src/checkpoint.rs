@@ -1,7 +1,8 @@
 //! Fuzzy checkpoints, taken while transactions run, and the segment deletion they allow.
 //!
 //! The engine picks a begin epoch `B` such that every transaction of an epoch `< B` is
-//! installed, then streams rows `(table, key, version, row)` read one at a time while
+//! installed, then streams rows `(table, key, version, row)` read one at a time, in
+//! increasing `(table, key)` order (recovery merges them with the log as they stream), while
 //! transactions keep committing, so a row may show a write of any epoch `>= B`. Once the
 //! scan ends in epoch `E_end` and the log is durable through `E_end` (on an idle engine,
 //! `Logger::want_durable(E_end)` makes the logger write a marker-only epoch), the
@@ -32,6 +33,10 @@ pub struct CheckpointWriter<'dir> {
     dir: &'dir dyn Dir,
     begin_epoch: u64,
     rows: u64,
+    /// Bytes appended to the file so far.
+    bytes: u64,
+    /// The last row's `(table, key)`: rows come in increasing order.
+    last: Option<(u16, u64)>,
     chunk: Vec<u8>,
 }
 
@@ -44,18 +49,46 @@ impl<'dir> CheckpointWriter<'dir> {
             &FileHeader { kind: FileKind::Checkpoint, number: begin_epoch, first_epoch: begin_epoch },
             &mut chunk,
         );
-        Ok(Self { dir, begin_epoch, rows: 0, chunk })
+        Ok(Self { dir, begin_epoch, rows: 0, bytes: 0, last: None, chunk })
     }
 
     /// Adds one row as read now.
     pub fn row(&mut self, row: &RowRecord) -> Result<(), LogError> {
-        format::encode_record(&Record::Row(row.clone()), &mut self.chunk);
+        self.row_words(row.table, row.key, row.version, &row.row)
+    }
+
+    /// Adds one row as read now, from its parts (no allocation). Rows must come in increasing
+    /// `(table, key)` order.
+    pub fn row_words(&mut self, table: u16, key: u64, version: u64, row: &[u64]) -> Result<(), LogError> {
+        if let Some(previous) = self.last
+            && previous >= (table, key)
+        {
+            return Err(LogError::CheckpointOrder { previous, next: (table, key) });
+        }
+        self.last = Some((table, key));
+        format::encode_row(&mut self.chunk, table, key, version, row);
         self.rows += 1;
         if self.chunk.len() >= CHUNK_BYTES {
             self.dir.append(CHECKPOINT_TEMP_NAME, &self.chunk)?;
+            self.bytes += self.chunk.len() as u64;
             self.chunk.clear();
         }
         Ok(())
+    }
+
+    /// Rows added so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Bytes written so far (including rows still buffered).
+    pub fn bytes(&self) -> u64 {
+        self.bytes + self.chunk.len() as u64
+    }
+
+    /// The epoch the checkpoint began at.
+    pub fn begin_epoch(&self) -> u64 {
+        self.begin_epoch
     }
 
     /// Commits the checkpoint. `end_epoch` is the epoch the scan ended in, and the log must
@@ -93,8 +126,11 @@ pub fn delete_covered(dir: &dyn Dir, begin_epoch: u64) -> Result<usize, LogError
     }
     segments.sort();
     let mut first_epochs = Vec::with_capacity(segments.len());
+    let mut header = [0; format::HEADER_LEN];
     for (_, name) in &segments {
-        let first_epoch = format::decode_header(&dir.read(name)?).map_or(u64::MAX, |header| header.first_epoch);
+        // A segment being created may not have its header yet: it covers nothing.
+        let read = dir.read_at(name, 0, &mut header)?;
+        let first_epoch = format::decode_header(&header[..read]).map_or(u64::MAX, |header| header.first_epoch);
         first_epochs.push(first_epoch);
     }
     // Delete oldest first, so a crash part-way leaves a suffix of the log.

@@ -1,9 +1,10 @@
 //! The log directory as a trait, with a real implementation and a fault-injecting one.
 //!
 //! [`Dir`] is the only seam between the log and the operating system: files are named within
-//! one directory, appended to, synced, read whole, truncated, renamed and removed. [`FileDir`]
-//! maps it onto `std::fs` with real `fsync` (`File::sync_data`, and `sync_all` on the
-//! directory). [`FaultyDir`] keeps everything in memory and models what a crash keeps:
+//! one directory, appended to, synced, read whole or from an offset (recovery streams a large
+//! checkpoint in chunks), truncated, renamed and removed. [`FileDir`] maps it onto `std::fs`
+//! with real `fsync` (`File::sync_data`, and `sync_all` on the directory). [`FaultyDir`]
+//! keeps everything in memory and models what a crash keeps:
 //!
 //! ```text
 //!  file bytes:  [ synced .............. | unsynced ....... ]
@@ -21,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,6 +60,55 @@ pub trait Dir: Send + Sync + std::fmt::Debug {
     fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError>;
     /// Makes creations, renames and removals durable.
     fn sync_dir(&self) -> Result<(), DeviceError>;
+    /// Reads up to `buf.len()` bytes of a file from `offset`; returns how many were read
+    /// (fewer only at the end of the file, 0 past it).
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError>;
+    /// The length of a file in bytes.
+    fn len(&self, name: &str) -> Result<u64, DeviceError>;
+    /// Lets go of any handle kept open for a file that will not be written again (a rotated
+    /// segment), so deleting it later frees its space at once.
+    fn close(&self, _name: &str) {}
+}
+
+/// A shared directory is a directory: the logger, the checkpoint thread and recovery can hold
+/// the same one.
+impl<D: Dir + ?Sized> Dir for Arc<D> {
+    fn create(&self, name: &str) -> Result<(), DeviceError> {
+        (**self).create(name)
+    }
+    fn append(&self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
+        (**self).append(name, bytes)
+    }
+    fn sync(&self, name: &str) -> Result<(), DeviceError> {
+        (**self).sync(name)
+    }
+    fn read(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
+        (**self).read(name)
+    }
+    fn truncate(&self, name: &str, len: u64) -> Result<(), DeviceError> {
+        (**self).truncate(name, len)
+    }
+    fn list(&self) -> Result<Vec<String>, DeviceError> {
+        (**self).list()
+    }
+    fn remove(&self, name: &str) -> Result<(), DeviceError> {
+        (**self).remove(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError> {
+        (**self).rename(from, to)
+    }
+    fn sync_dir(&self) -> Result<(), DeviceError> {
+        (**self).sync_dir()
+    }
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
+        (**self).read_at(name, offset, buf)
+    }
+    fn len(&self, name: &str) -> Result<u64, DeviceError> {
+        (**self).len(name)
+    }
+    fn close(&self, name: &str) {
+        (**self).close(name);
+    }
 }
 
 /// A real directory on a file system.
@@ -174,6 +224,32 @@ impl Dir for FileDir {
             .and_then(|dir| dir.sync_all())
             .map_err(|source| self.error("fsync directory", "", source))
     }
+
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
+        let mut read = || -> std::io::Result<usize> {
+            let mut file = File::open(self.path.join(name))?;
+            file.seek(SeekFrom::Start(offset))?;
+            let mut filled = 0;
+            while filled < buf.len() {
+                match file.read(&mut buf[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            Ok(filled)
+        };
+        read().map_err(|source| self.error("read", name, source))
+    }
+
+    fn len(&self, name: &str) -> Result<u64, DeviceError> {
+        fs::metadata(self.path.join(name)).map(|meta| meta.len()).map_err(|source| self.error("stat", name, source))
+    }
+
+    fn close(&self, name: &str) {
+        self.open_files.lock().remove(name);
+    }
 }
 
 /// One file's bytes in [`FaultyDir`]: what was written and how much of it a crash keeps.
@@ -186,6 +262,9 @@ struct FaultyFile {
     /// Length of `current` at the last operation that was not an append (a truncate or a
     /// create): bytes past it were appended since and can be torn.
     append_start: usize,
+    /// Whether anything but appends changed the file since its last sync (else `durable` is
+    /// a prefix of `current`, and a sync only copies the new tail).
+    rewritten: bool,
 }
 
 #[derive(Debug)]
@@ -265,6 +344,7 @@ impl FaultyDir {
             file.current.clone_from(&kept);
             file.durable = kept;
             file.append_start = file.current.len();
+            file.rewritten = false;
         }
         state.names = state.durable_names.clone();
         let live: Vec<u64> = state.names.values().copied().collect();
@@ -393,7 +473,13 @@ impl Dir for FaultyDir {
             });
         }
         let file = Self::file_mut(&mut state, name)?;
-        file.durable.clone_from(&file.current);
+        if file.rewritten || file.durable.len() > file.current.len() {
+            file.durable.clone_from(&file.current);
+        } else {
+            let synced = file.durable.len();
+            file.durable.extend_from_slice(&file.current[synced..]);
+        }
+        file.rewritten = false;
         Ok(())
     }
 
@@ -408,6 +494,7 @@ impl Dir for FaultyDir {
         let file = Self::file_mut(&mut state, name)?;
         file.current.resize(len as usize, 0);
         file.append_start = file.current.len();
+        file.rewritten = true;
         Ok(())
     }
 
@@ -436,6 +523,20 @@ impl Dir for FaultyDir {
         state.durable_names = state.names.clone();
         Ok(())
     }
+
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
+        let mut state = self.state.lock();
+        let current = &Self::file_mut(&mut state, name)?.current;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(current.len());
+        let len = buf.len().min(current.len() - start);
+        buf[..len].copy_from_slice(&current[start..start + len]);
+        Ok(len)
+    }
+
+    fn len(&self, name: &str) -> Result<u64, DeviceError> {
+        let mut state = self.state.lock();
+        Ok(Self::file_mut(&mut state, name)?.current.len() as u64)
+    }
 }
 
 #[cfg(test)]
@@ -450,9 +551,12 @@ mod tests {
         dir.sync("a").unwrap();
         dir.sync_dir().unwrap();
         dir.append("a", b" world").unwrap();
+        let mut buf = [0; 4];
+        assert_eq!((dir.read_at("a", 7, &mut buf).unwrap(), &buf), (4, b"orld"));
         dir.create("b").unwrap();
         dir.crash(false);
         assert_eq!(dir.read("a").unwrap(), b"hello");
+        assert_eq!(dir.len("a").unwrap(), 5);
         assert_eq!(dir.list().unwrap(), vec!["a".to_string()]);
     }
 
@@ -511,6 +615,9 @@ mod tests {
         dir.append("a", b"z").unwrap();
         dir.sync_dir().unwrap();
         assert_eq!(dir.read("a").unwrap(), b"abz");
+        let mut buf = [0; 8];
+        assert_eq!((dir.read_at("a", 1, &mut buf).unwrap(), &buf[..2]), (2, &b"bz"[..]));
+        assert_eq!((dir.read_at("a", 9, &mut buf).unwrap(), dir.len("a").unwrap()), (0, 3));
         dir.rename("a", "b").unwrap();
         assert_eq!(dir.list().unwrap(), vec!["b".to_string()]);
         let error = dir.read("missing").unwrap_err();

@@ -186,11 +186,9 @@ pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
             put_u64(out, *epoch);
         }
         Record::Row(row) => {
-            out.push(TAG_ROW);
-            out.extend_from_slice(&row.table.to_le_bytes());
-            put_u64(out, row.key);
-            put_u64(out, row.version);
-            put_row(out, &row.row);
+            out.truncate(frame_start);
+            encode_row(out, row.table, row.key, row.version, &row.row);
+            return;
         }
         Record::CheckpointEnd { rows, end_epoch } => {
             out.push(TAG_CHECKPOINT_END);
@@ -212,26 +210,66 @@ pub fn encode_transaction(tx: &TxRecord, out: &mut Vec<u8>) {
 }
 
 fn encode_transaction_payload(tx: &TxRecord, out: &mut Vec<u8>) {
+    encode_transaction_prefix(out, tx.epoch, tx.commit_ts, tx.writes.len() as u32);
+    for write in &tx.writes {
+        encode_write(out, write.table, write.kind, write.key, write.version, &write.row);
+    }
+}
+
+fn encode_transaction_prefix(out: &mut Vec<u8>, epoch: u64, commit_ts: Option<u64>, writes: u32) {
     out.push(TAG_TRANSACTION);
-    put_u64(out, tx.epoch);
-    match tx.commit_ts {
+    put_u64(out, epoch);
+    match commit_ts {
         Some(ts) => {
             out.push(1);
             put_u64(out, ts);
         }
         None => out.push(0),
     }
-    put_u32(out, tx.writes.len() as u32);
-    for write in &tx.writes {
-        out.extend_from_slice(&write.table.to_le_bytes());
-        out.push(match write.kind {
-            WriteKind::Put => 1,
-            WriteKind::Delete => 2,
-        });
-        put_u64(out, write.key);
-        put_u64(out, write.version);
-        put_row(out, &write.row);
-    }
+    put_u32(out, writes);
+}
+
+/// Appends one write of a transaction payload, in the layout [`encode_transaction`] uses.
+///
+/// With [`encode_transaction_parts`] an engine encodes its writes as it installs them, into
+/// a buffer it reuses, without building a [`TxRecord`] (no allocation per write).
+pub fn encode_write(out: &mut Vec<u8>, table: u16, kind: WriteKind, key: u64, version: u64, row: &[u64]) {
+    out.extend_from_slice(&table.to_le_bytes());
+    out.push(match kind {
+        WriteKind::Put => 1,
+        WriteKind::Delete => 2,
+    });
+    put_u64(out, key);
+    put_u64(out, version);
+    put_row(out, row);
+}
+
+/// Appends one framed transaction record whose `writes` writes were encoded by
+/// [`encode_write`] into `encoded_writes`: the same bytes as [`encode_transaction`].
+pub fn encode_transaction_parts(
+    out: &mut Vec<u8>,
+    epoch: u64,
+    commit_ts: Option<u64>,
+    writes: u32,
+    encoded_writes: &[u8],
+) {
+    let frame_start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+    encode_transaction_prefix(out, epoch, commit_ts, writes);
+    out.extend_from_slice(encoded_writes);
+    seal_frame(out, frame_start);
+}
+
+/// Appends one framed checkpoint row (the same bytes as `encode_record` of `Record::Row`).
+pub fn encode_row(out: &mut Vec<u8>, table: u16, key: u64, version: u64, row: &[u64]) {
+    let frame_start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+    out.push(TAG_ROW);
+    out.extend_from_slice(&table.to_le_bytes());
+    put_u64(out, key);
+    put_u64(out, version);
+    put_row(out, row);
+    seal_frame(out, frame_start);
 }
 
 /// Fills in the length and checksum of the frame that starts at `frame_start`.
@@ -246,6 +284,14 @@ fn seal_frame(out: &mut [u8], frame_start: usize) {
 
 /// Decodes the frame at the start of `bytes`, returning the record and the frame's length.
 pub fn decode_frame(bytes: &[u8]) -> Result<(Record, usize), DecodeError> {
+    let (view, len) = decode_frame_view(bytes)?;
+    Ok((view.to_record(), len))
+}
+
+/// Decodes the frame at the start of `bytes` without copying: the record borrows its rows
+/// from `bytes`. The whole payload is checked (checksum, tags, lengths, no trailing bytes)
+/// before it is returned, so reading a view afterwards cannot fail.
+pub fn decode_frame_view(bytes: &[u8]) -> Result<(RecordView<'_>, usize), DecodeError> {
     let mut reader = Reader { bytes, position: 0 };
     let len = reader.u32()? as usize;
     let crc = reader.u32()?;
@@ -259,7 +305,126 @@ pub fn decode_frame(bytes: &[u8]) -> Result<(Record, usize), DecodeError> {
     Ok((decode_payload(payload)?, FRAME_HEADER_LEN + len))
 }
 
-fn decode_payload(payload: &[u8]) -> Result<Record, DecodeError> {
+/// A decoded record whose rows are still the bytes they were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordView<'a> {
+    Transaction { epoch: u64, commit_ts: Option<u64>, writes: WritesView<'a> },
+    EpochClosed { epoch: u64 },
+    Row { table: u16, key: u64, version: u64, row: RowWords<'a> },
+    CheckpointEnd { rows: u64, end_epoch: u64 },
+}
+
+impl RecordView<'_> {
+    /// The owned record.
+    pub fn to_record(&self) -> Record {
+        match *self {
+            RecordView::Transaction { epoch, commit_ts, writes } => Record::Transaction(TxRecord {
+                epoch,
+                commit_ts,
+                writes: writes
+                    .iter()
+                    .map(|w| Write {
+                        table: w.table,
+                        kind: w.kind,
+                        key: w.key,
+                        version: w.version,
+                        row: w.row.to_vec(),
+                    })
+                    .collect(),
+            }),
+            RecordView::EpochClosed { epoch } => Record::EpochClosed { epoch },
+            RecordView::Row { table, key, version, row } => {
+                Record::Row(RowRecord { table, key, version, row: row.to_vec() })
+            }
+            RecordView::CheckpointEnd { rows, end_epoch } => Record::CheckpointEnd { rows, end_epoch },
+        }
+    }
+}
+
+/// A row's words, borrowed as little-endian bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowWords<'a> {
+    bytes: &'a [u8],
+}
+
+impl RowWords<'_> {
+    /// Words in the row.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 8
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The words, in order.
+    pub fn words(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.bytes.chunks_exact(8).map(|chunk| u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes")))
+    }
+
+    /// Writes the words over `out` (which must have [`RowWords::len`] words).
+    pub fn copy_to(&self, out: &mut [u64]) {
+        for (word, value) in out.iter_mut().zip(self.words()) {
+            *word = value;
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.words().collect()
+    }
+}
+
+/// The writes of a transaction frame, checked when the frame was decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WritesView<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+/// One write of a [`WritesView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteView<'a> {
+    pub table: u16,
+    pub kind: WriteKind,
+    pub key: u64,
+    pub version: u64,
+    pub row: RowWords<'a>,
+}
+
+impl<'a> WritesView<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The writes, in the order the transaction logged them.
+    pub fn iter(&self) -> impl Iterator<Item = WriteView<'a>> + 'a {
+        let mut reader = Reader { bytes: self.bytes, position: 0 };
+        // Checked when decoded, so reading again cannot fail; a failure would end the walk.
+        (0..self.count).map_while(move |_| read_write(&mut reader).ok())
+    }
+}
+
+/// Least bytes of one encoded write (an empty row).
+const WRITE_LEN_MIN: usize = 2 + 1 + 8 + 8 + 4;
+
+fn read_write<'a>(reader: &mut Reader<'a>) -> Result<WriteView<'a>, DecodeError> {
+    let table = u16::from_le_bytes(reader.array()?);
+    let kind = match reader.u8()? {
+        1 => WriteKind::Put,
+        2 => WriteKind::Delete,
+        tag => return Err(DecodeError::UnknownTag { what: "write kind", tag: u32::from(tag) }),
+    };
+    let key = reader.u64()?;
+    let version = reader.u64()?;
+    let row = reader.row()?;
+    Ok(WriteView { table, kind, key, version, row })
+}
+
+fn decode_payload(payload: &[u8]) -> Result<RecordView<'_>, DecodeError> {
     let mut reader = Reader { bytes: payload, position: 0 };
     let record = match reader.u8()? {
         TAG_TRANSACTION => {
@@ -270,33 +435,25 @@ fn decode_payload(payload: &[u8]) -> Result<Record, DecodeError> {
                 tag => return Err(DecodeError::UnknownTag { what: "commit timestamp", tag: u32::from(tag) }),
             };
             let count = reader.u32()? as usize;
-            // Each write takes at least 23 bytes, so the count is bounded by what remains.
-            let write_len_min = 2 + 1 + 8 + 8 + 4;
-            reader.need(count.saturating_mul(write_len_min))?;
-            let mut writes = Vec::with_capacity(count);
+            // Each write takes at least WRITE_LEN_MIN bytes, so the count is bounded by what
+            // remains.
+            reader.need(count.saturating_mul(WRITE_LEN_MIN))?;
+            let start = reader.position;
             for _ in 0..count {
-                let table = u16::from_le_bytes(reader.array()?);
-                let kind = match reader.u8()? {
-                    1 => WriteKind::Put,
-                    2 => WriteKind::Delete,
-                    tag => return Err(DecodeError::UnknownTag { what: "write kind", tag: u32::from(tag) }),
-                };
-                let key = reader.u64()?;
-                let version = reader.u64()?;
-                let row = reader.row()?;
-                writes.push(Write { table, kind, key, version, row });
+                read_write(&mut reader)?;
             }
-            Record::Transaction(TxRecord { epoch, commit_ts, writes })
+            let writes = WritesView { count, bytes: &payload[start..reader.position] };
+            RecordView::Transaction { epoch, commit_ts, writes }
         }
-        TAG_EPOCH_CLOSED => Record::EpochClosed { epoch: reader.u64()? },
+        TAG_EPOCH_CLOSED => RecordView::EpochClosed { epoch: reader.u64()? },
         TAG_ROW => {
             let table = u16::from_le_bytes(reader.array()?);
             let key = reader.u64()?;
             let version = reader.u64()?;
             let row = reader.row()?;
-            Record::Row(RowRecord { table, key, version, row })
+            RecordView::Row { table, key, version, row }
         }
-        TAG_CHECKPOINT_END => Record::CheckpointEnd { rows: reader.u64()?, end_epoch: reader.u64()? },
+        TAG_CHECKPOINT_END => RecordView::CheckpointEnd { rows: reader.u64()?, end_epoch: reader.u64()? },
         tag => return Err(DecodeError::UnknownTag { what: "record", tag: u32::from(tag) }),
     };
     let extra = payload.len() - reader.position;
@@ -317,6 +474,7 @@ fn put_u64(out: &mut Vec<u8>, value: u64) {
 fn put_row(out: &mut Vec<u8>, row: &[u64]) {
     assert!(row.len() <= ROW_WORDS_MAX, "row of {} words exceeds ROW_WORDS_MAX", row.len());
     put_u32(out, row.len() as u32);
+    out.reserve(row.len() * 8);
     for word in row {
         put_u64(out, *word);
     }
@@ -362,13 +520,12 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
-    fn row(&mut self) -> Result<Vec<u64>, DecodeError> {
+    fn row(&mut self) -> Result<RowWords<'a>, DecodeError> {
         let words = self.u32()? as usize;
         if words > ROW_WORDS_MAX {
             return Err(DecodeError::RowTooLarge { words });
         }
-        self.need(words * 8)?;
-        (0..words).map(|_| self.u64()).collect()
+        Ok(RowWords { bytes: self.take(words * 8)? })
     }
 }
 
@@ -411,6 +568,30 @@ mod tests {
             offset += len;
         }
         assert_eq!(offset, bytes.len());
+    }
+
+    #[test]
+    fn parts_encode_the_same_bytes_as_whole_records() {
+        let Record::Transaction(tx) = sample_tx() else { unreachable!() };
+        let mut whole = Vec::new();
+        encode_transaction(&tx, &mut whole);
+        let mut writes = Vec::new();
+        for write in &tx.writes {
+            encode_write(&mut writes, write.table, write.kind, write.key, write.version, &write.row);
+        }
+        let mut parts = vec![0xAA];
+        encode_transaction_parts(&mut parts, tx.epoch, tx.commit_ts, tx.writes.len() as u32, &writes);
+        assert_eq!(parts[1..], whole[..], "appended after what the buffer held");
+        let row = RowRecord { table: 3, key: 4, version: 5, row: vec![6, 7] };
+        let (mut whole_row, mut row_parts) = (Vec::new(), Vec::new());
+        encode_record(&Record::Row(row.clone()), &mut whole_row);
+        encode_row(&mut row_parts, row.table, row.key, row.version, &row.row);
+        assert_eq!(whole_row, row_parts);
+        let (view, len) = decode_frame_view(&whole).unwrap();
+        assert_eq!(len, whole.len());
+        let RecordView::Transaction { writes, .. } = view else { panic!("{view:?}") };
+        let keys: Vec<(u64, Vec<u64>)> = writes.iter().map(|w| (w.key, w.row.to_vec())).collect();
+        assert_eq!(keys, vec![(5, vec![1, 2, 3]), (9, vec![])]);
     }
 
     #[test]

@@ -17,9 +17,10 @@
 //! ```
 //!
 //! The core never touches files or clocks: the driver feeds it [`GroupCommit::tick`] with
-//! `now_ms`, worker epochs and record bytes, asks [`GroupCommit::poll_flush`] what to write,
-//! performs the write and the sync, and reports back with [`GroupCommit::flushed`] or
-//! [`GroupCommit::failed`]. After a failure the core is stopped for good (fail-stop): no
+//! `now_ms`, worker epochs and record bytes, asks [`GroupCommit::poll_flush`] what to write
+//! (the workers' buffers in order, then the marker: no copy into one buffer), performs the
+//! write and the sync, reports back with [`GroupCommit::flushed`] or [`GroupCommit::failed`],
+//! and returns the written buffers with [`GroupCommit::recycle`] for the workers to reuse. After a failure the core is stopped for good (fail-stop): no
 //! later epoch is ever published.
 
 use crate::format::{self, Record};
@@ -31,13 +32,34 @@ pub enum WorkerEpoch {
     Idle,
 }
 
-/// Bytes the driver must append and sync to make `epoch` durable.
+/// Bytes the driver must append, in order, and sync to make `epoch` durable: the workers'
+/// record buffers as they were filled (no copy into one buffer), then the epoch's marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flush {
-    pub bytes: Vec<u8>,
-    /// The epoch whose marker ends `bytes`; durable once the bytes are synced.
+    pub parts: Vec<Vec<u8>>,
+    /// The epoch whose marker ends the last part; durable once the parts are synced.
     pub epoch: u64,
 }
+
+impl Flush {
+    /// Bytes in all parts.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parts as one buffer (tests).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.parts.concat()
+    }
+}
+
+/// Emptied record buffers kept for reuse, at most this many per worker: an epoch's buffer
+/// grows to megabytes, and a fresh one would be zero-filled by the kernel page by page.
+const SPARE_BUFFERS_PER_WORKER: usize = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -60,6 +82,8 @@ pub struct GroupCommit {
     /// Epochs up to this one are flushed even without records (a waiting checkpoint).
     marker_wanted_epoch: u64,
     phase: Phase,
+    /// Written buffers handed back by [`GroupCommit::recycle`], for the workers to refill.
+    spares: Vec<Vec<u8>>,
 }
 
 impl GroupCommit {
@@ -75,6 +99,7 @@ impl GroupCommit {
             buffers: vec![Vec::new(); workers],
             marker_wanted_epoch: 0,
             phase: Phase::Idle,
+            spares: Vec::new(),
         }
     }
 
@@ -151,22 +176,39 @@ impl GroupCommit {
         if epoch <= self.durable_epoch {
             return None;
         }
-        let mut bytes = Vec::new();
+        let mut parts = Vec::new();
         for buffer in &mut self.buffers {
             let taken = buffer.iter().take_while(|(record_epoch, _)| *record_epoch <= epoch).count();
-            for (_, record) in buffer.drain(..taken) {
-                bytes.extend_from_slice(&record);
-            }
+            parts.extend(buffer.drain(..taken).map(|(_, record)| record).filter(|record| !record.is_empty()));
         }
-        if bytes.is_empty() && self.marker_wanted_epoch <= self.durable_epoch {
+        if parts.is_empty() && self.marker_wanted_epoch <= self.durable_epoch {
             // Epochs without records need no I/O (an idle engine does not fsync every
             // epoch_ms). They stay non-durable, so the published durable epoch is always one
             // recovery finds a marker for; the next flush with records covers them.
             return None;
         }
-        format::encode_record(&Record::EpochClosed { epoch }, &mut bytes);
+        let mut marker = Vec::new();
+        format::encode_record(&Record::EpochClosed { epoch }, &mut marker);
+        parts.push(marker);
         self.phase = Phase::Flushing(epoch);
-        Some(Flush { bytes, epoch })
+        Some(Flush { parts, epoch })
+    }
+
+    /// Takes back a written flush's buffers for reuse (see [`GroupCommit::take_spare`]).
+    pub fn recycle(&mut self, flush: Flush) {
+        let keep = SPARE_BUFFERS_PER_WORKER * self.workers.len();
+        for mut part in flush.parts {
+            if self.spares.len() >= keep {
+                break;
+            }
+            part.clear();
+            self.spares.push(part);
+        }
+    }
+
+    /// An emptied buffer to encode records into, if one was recycled.
+    pub fn take_spare(&mut self) -> Option<Vec<u8>> {
+        self.spares.pop()
     }
 
     /// Asks for `epoch` to become durable even if it has no records (a checkpoint waiting
@@ -209,7 +251,7 @@ mod tests {
         core.publish_worker(1, WorkerEpoch::Idle);
         let flush = core.poll_flush().unwrap();
         assert_eq!(flush.epoch, 1);
-        assert_eq!(&flush.bytes[..2], &[1, 2], "records of epoch 1 only, then the marker");
+        assert_eq!(&flush.to_bytes()[..2], &[1, 2], "records of epoch 1 only, then the marker");
         assert_eq!(core.poll_flush(), None, "one flush in flight at a time");
         core.flushed(1);
         assert_eq!(core.durable_epoch(), 1);

@@ -7,14 +7,21 @@
 //! An I/O-free core and thin drivers (STYLE.md rule 1):
 //!
 //! ```text
-//!  format      frames and headers, decode never panics      (pure)
+//!  format      frames and headers, decode never panics; writes encoded one by one, views
+//!              that borrow rows (pure)
 //!  group       GroupCommit: which epoch can close, what to write   (pure, explicit now_ms)
-//!  recovery    checkpoint + segments -> rows, cut the tail  (over the Dir trait)
+//!  recovery    checkpoint (streamed) + segments -> rows, cut the tail  (over the Dir trait)
 //!  checkpoint  temp file -> sync -> rename -> sync dir -> delete covered segments
-//!  logger      SegmentWriter (rotation) and the Logger thread (fail-stop)
+//!  logger      SegmentWriter (rotation) and the Logger thread (fail-stop), or a manual one
 //!  device      Dir trait: FileDir (std::fs + fsync), FaultyDir (in memory, crashes)
 //!  naming      segment-<n>.log, checkpoint-<begin epoch>.ckpt, checkpoint.tmp
+//!  manifest    manifest.json: the workload and schema a directory holds rows of
 //! ```
+//!
+//! Users: the thread-per-worker engine over tables (`ordo_threads::tables::durable`: every
+//! protocol's redo records, fuzzy checkpoints, recovery into its database) and the pipeline
+//! engine's validator (`ordo_pipeline::decision_log`: its commit decisions, with timestamps
+//! and values). `ordo recover DIR` recovers and reports; `--dump` writes the rows.
 //!
 //! # The record format
 //!
@@ -57,9 +64,11 @@
 //!
 //! A fuzzy checkpoint begins at an epoch `B` (all earlier epochs installed) and reads rows
 //! one by one while transactions run; it is committed (renamed into place) only once the
-//! log is durable through the epoch its scan ended in. Recovery loads the newest complete
-//! checkpoint and replays every remaining segment on top, keeping per key the write with
-//! the highest version; a delete is a versioned tombstone that wins only if it is newest.
+//! log is durable through the epoch its scan ended in. Recovery replays every remaining
+//! segment into a map of the keys the log wrote, then streams the newest complete checkpoint
+//! in key order and merges the two, keeping per key the write with the highest version (the
+//! log's on a tie); a delete is a versioned tombstone that wins only if it is newest. Memory is
+//! the log's distinct keys, not the checkpoint's rows.
 //! A row read before a concurrent write is overtaken by the logged write; a row read after
 //! it already equals it. Segments whose epochs all precede `B` are then deleted, oldest
 //! first. Recovery then truncates the log back to the last marker (removing later segments
@@ -81,6 +90,9 @@
 //!   not cost more than the copy.
 //! * `parking_lot`: small uncontended mutexes for the per-worker slots (each shared with
 //!   the logger thread only) and the fault-injecting directory.
+//! * `foldhash`: recovery's map of the keys the log wrote (std's SipHash is several times
+//!   slower on integer keys).
+//! * `serde`, `serde_json`: the manifest.
 //! * `thiserror` for the error enums; `proptest` and `tempfile` (a real directory that is
 //!   removed after the test) only in tests.
 //!
@@ -92,6 +104,7 @@ pub mod device;
 pub mod format;
 pub mod group;
 pub mod logger;
+pub mod manifest;
 pub mod naming;
 pub mod recovery;
 
@@ -99,7 +112,8 @@ pub use checkpoint::{CheckpointWriter, delete_covered};
 pub use device::{DeviceError, Dir, FaultyDir, FileDir};
 pub use format::{RowRecord, TxRecord, Write, WriteKind};
 pub use group::{Flush, GroupCommit, WorkerEpoch};
-pub use logger::{Durability, LogConfig, Logger, SegmentWriter, WorkerLog};
+pub use logger::{Durability, EpochCell, LogConfig, Logger, SegmentWriter, WorkerLog};
+pub use manifest::Manifest;
 pub use recovery::{Cut, Recovered, RecoveredRow, RecoveryStats, recover};
 
 use thiserror::Error;
@@ -120,4 +134,12 @@ pub enum LogError {
     /// ended in; it could show writes that recovery loses.
     #[error("checkpoint ends in epoch {end_epoch} but the log is durable only through {durable_epoch}; wait for it")]
     CheckpointAhead { end_epoch: u64, durable_epoch: u64 },
+    /// A checkpoint's rows must come in increasing `(table, key)` order (recovery merges them
+    /// with the log as they stream).
+    #[error("checkpoint row ({}, {}) after ({}, {}): rows must come in increasing (table, key) order", next.0, next.1, previous.0, previous.1)]
+    CheckpointOrder { previous: (u16, u64), next: (u16, u64) },
+    /// A complete checkpoint that cannot be read to its end: the log segments it covered are
+    /// deleted, so recovery cannot go on without it.
+    #[error("checkpoint {file} in the log directory is damaged at offset {offset}: {reason}")]
+    DamagedCheckpoint { file: String, offset: u64, reason: String },
 }

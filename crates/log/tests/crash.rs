@@ -92,7 +92,7 @@ fn replay(committed: &[TxRecord], epoch: u64) -> Rows {
 fn recover_rows(dir: &FaultyDir) -> Result<(Rows, ordo_log::Recovered), LogError> {
     let mut rows = Rows::new();
     let recovered = recover(dir, |row| {
-        rows.insert((row.table, row.key), (row.version, row.row));
+        rows.insert((row.table, row.key), (row.version, row.row.to_vec()));
     })?;
     Ok((rows, recovered))
 }

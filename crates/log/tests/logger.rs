@@ -32,7 +32,7 @@ fn commit(worker: &WorkerLog, key: u64, version: u64) -> u64 {
 fn recovered_rows(dir: &dyn Dir) -> (BTreeMap<u64, (u64, Vec<u64>)>, ordo_log::Recovered) {
     let mut rows = BTreeMap::new();
     let recovered = recover(dir, |row| {
-        rows.insert(row.key, (row.version, row.row));
+        rows.insert(row.key, (row.version, row.row.to_vec()));
     })
     .expect("recovery");
     (rows, recovered)
@@ -163,7 +163,7 @@ fn corruption_inside_a_segment_cuts_the_log_there() {
         writer.write(&flush).expect("write");
         core.flushed(epoch);
         flush_offsets.push(offset);
-        offset += flush.bytes.len();
+        offset += flush.len();
     }
     let segment = dir.list().expect("list")[0].clone();
     dir.corrupt(&segment, flush_offsets[5] + 12);
@@ -211,4 +211,42 @@ fn two_worker_threads_every_acknowledged_commit_recovers() {
         }
     }
     drop(logger);
+}
+
+#[test]
+fn a_manual_logger_moves_only_when_stepped_and_records_may_join_a_later_epoch() {
+    let dir = FaultyDir::new(9);
+    let config = LogConfig { durability: Durability::Sync, epoch_ms: 10, segment_bytes_max: 1 << 20 };
+    let (logger, workers) = Logger::start_manual(dir.clone(), &config, 2, 0, 0).expect("start");
+    let entered = workers[0].enter_epoch();
+    assert_eq!(entered, 1);
+    logger.step(5).unwrap();
+    assert_eq!(logger.global_epoch(), 1, "not a whole period yet");
+    logger.step(10).unwrap();
+    logger.step(20).unwrap();
+    assert_eq!(logger.global_epoch(), 3);
+    // Worker 0 entered epoch 1 and serialized in epoch 3: its record joins epoch 3, and epochs
+    // 1 and 2 stayed open for it all along.
+    workers[0].append(&put(3, 7, 1));
+    logger.step(25).unwrap();
+    assert_eq!(logger.durable_epoch(), 0, "worker 0 is still in epoch 3");
+    workers[0].idle();
+    logger.step(30).unwrap();
+    assert_eq!(logger.durable_epoch(), 3);
+    assert!(workers[0].acknowledged(3) && !workers[0].acknowledged(4));
+
+    // A read-only commit logs nothing but asks for its epoch: a marker-only flush.
+    let epoch = workers[1].enter_epoch();
+    workers[1].want_durable(epoch);
+    workers[1].idle();
+    logger.step(40).unwrap();
+    logger.step(50).unwrap();
+    assert!(logger.durable_epoch() >= epoch, "durable {} < wanted {epoch}", logger.durable_epoch());
+    assert!(logger.bytes_written() > 0);
+    assert_eq!(logger.shutdown().unwrap(), logger_durable_after(&dir));
+}
+
+/// The durable epoch recovery finds in `dir`.
+fn logger_durable_after(dir: &FaultyDir) -> u64 {
+    recovered_rows(dir).1.durable_epoch
 }

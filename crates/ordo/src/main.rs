@@ -41,6 +41,9 @@ enum Command {
     FvsBench(commands::fvs_bench::FvsBenchArgs),
     /// Run a throwaway local PostgreSQL for `ordo bench --engine pg` (start, stop, status, load).
     Pg(commands::pg::PgArgs),
+    /// Recover a write-ahead log directory (`ordo bench --wal`) and report what it holds;
+    /// --dump writes the recovered rows as JSON lines.
+    Recover(commands::recover::RecoverArgs),
     /// Measure the Zipfian generator's speed (nanoseconds per draw).
     ZipfBench(commands::zipf_bench::ZipfBenchArgs),
 }
@@ -66,6 +69,7 @@ fn main() {
         Command::Fvs(args) => commands::fvs::run(&args),
         Command::FvsBench(args) => commands::fvs_bench::run(&args),
         Command::Pg(args) => commands::pg::run(&args),
+        Command::Recover(args) => commands::recover::run(&args),
         Command::ZipfBench(args) => commands::zipf_bench::run(&args),
     };
     if let Err(error) = result {

@@ -45,7 +45,8 @@ fn prepare(argv: &[String]) -> Result<(), String> {
         Command::Fvs(args) => args.reorder.config().map(drop),
         Command::FvsBench(args) => fvs_bench::validate(&args).map(drop),
         Command::ZipfBench(args) => zipf_bench::validate(&args),
-        Command::Check(_) | Command::Pg(_) => Ok(()),
+        // Both read only what they are given, when they run.
+        Command::Check(_) | Command::Pg(_) | Command::Recover(_) => Ok(()),
     };
     checked.map_err(|e| format!("{e:#}"))
 }
@@ -75,7 +76,7 @@ fn documented_commands(markdown: &str) -> Vec<String> {
         }
     }
     code.extend(prose.split('`').skip(1).step_by(2).map(str::to_owned));
-    let known = ["bench", "headline", "figures", "check", "fvs", "fvs-bench", "zipf-bench", "pg"];
+    let known = ["bench", "headline", "figures", "check", "fvs", "fvs-bench", "zipf-bench", "pg", "recover"];
     let mut commands = Vec::new();
     for snippet in code {
         for part in snippet.split("&&").flat_map(|p| p.split('|')) {
@@ -173,7 +174,7 @@ fn flags_of(path: &[&str]) -> Vec<(String, Vec<String>)> {
 }
 
 /// Command paths the fuzzing covers (`bench` alone is the old form, rewritten).
-const PATHS: [&[&str]; 13] = [
+const PATHS: [&[&str]; 14] = [
     &["bench"],
     &["bench", "pipeline"],
     &["bench", "threads"],
@@ -184,6 +185,7 @@ const PATHS: [&[&str]; 13] = [
     &["fvs-bench"],
     &["zipf-bench"],
     &["check"],
+    &["recover"],
     &["pg", "start"],
     &["pg", "load"],
     &["pg", "status"],

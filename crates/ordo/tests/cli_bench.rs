@@ -38,10 +38,15 @@ fn json_and_csv_follow_the_contract() {
     }
     assert_eq!(records[1]["mode"], "srvc");
     assert!(records[1]["batches"]["count"].as_u64().unwrap() > 0, "srvc plans batches");
-    // Each mode runs at its own default flush interval, and says which (base's follows the
-    // concurrency: 64 at 100 live transactions).
-    assert_eq!(records[0]["config"]["messages_per_flush"], 64);
-    assert_eq!(records[1]["config"]["messages_per_flush"], 256);
+    // Every batching point is auto by default, and the result records what the controller
+    // chose over time; each mode's flush interval starts at its own measured best (base's
+    // follows the concurrency: 64 at 100 live transactions).
+    assert_eq!(records[0]["config"]["messages_per_flush"], "auto");
+    assert_eq!(records[1]["config"]["batch_size"], "auto");
+    assert_eq!(records[0]["batch_sizes"][0]["flush"], 64);
+    assert_eq!(records[1]["batch_sizes"][0]["flush"], 256);
+    assert_eq!(records[1]["batch_sizes"][0]["validator"], 40);
+    assert!(records[0]["batch_sizes"][0].get("validator").is_none(), "base has no validator batch");
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 3);
     assert!(text.starts_with("engine,workload,mode,theta"));
@@ -86,8 +91,8 @@ fn bad_configuration_fails_before_running() {
         (&["--theta", "1.5"], 1, "--theta"),
         (&["--mode", "fast"], 2, "invalid value 'fast' for '--mode <MODE>'"),
         (&["--mode", "fast"], 2, "[possible values: base, batch, sr, vc, srvc]"),
-        (&["--batch-size", "0"], 2, "expected auto or a batch size"),
-        (&["--batch-size", "auto"], 1, "--batch-size auto"),
+        (&["--batch-size", "0"], 2, "expected `auto` or a whole number from 1 to 100000"),
+        (&["--batch-size", "20000"], 1, "--batch-size 20000: must be in 1..=10000"),
         (&["--keys", "5"], 1, "keys"),
         (&["--workload", "tpch"], 2, "invalid value 'tpch' for '--workload <WORKLOAD>'"),
         (&["--engine", "quantum"], 1, "unknown engine"),

@@ -78,7 +78,7 @@ fn history_feeds_the_checker() {
 #[test]
 fn bad_flags_fail_clearly() {
     // Exit status 2: clap refuses the value and lists the ones it takes; 1: out of range.
-    let cases: [(&[&str], i32, &str); 10] = [
+    let cases: [(&[&str], i32, &str); 11] = [
         (&["--mode", "srvc"], 1, "takes --protocol"),
         (&["--protocol", "occ"], 2, "invalid value 'occ' for '--protocol <PROTOCOL>'"),
         (&["--protocol", "reorder+serial"], 2, "possible values: silo, tictoc"),
@@ -88,7 +88,8 @@ fn bad_flags_fail_clearly() {
         (&["--workload", "ycsb", "--read-ratio", "2"], 1, "read-ratio"),
         (&["--workload", "ycsb", "--write-kind", "sideways"], 2, "[possible values: rmw, blind]"),
         (&["--protocol", "mvcc_si", "--verify"], 1, "does not promise"),
-        (&["--protocol", "reorder", "--batch", "0"], 2, "expected auto or a batch size"),
+        (&["--protocol", "reorder", "--batch", "0"], 2, "expected `auto` or a whole number from 1 to 100000"),
+        (&["--protocol", "reorder", "--batch", "auto"], 1, "--batch auto: this knob has no batch-size controller"),
     ];
     for (args, status, expected) in cases {
         for engine in [&["bench", "--engine", "threads"][..], &["bench", "threads"]] {

@@ -118,9 +118,17 @@ fn start_bench_status_stop() {
         assert_eq!(record["config"]["synchronous_commit"], "on", "results state synchronous_commit");
         assert_eq!(record["config"]["isolation"], "serializable");
         assert!(record["commits"].as_f64().unwrap() > 0.0);
-        // The group size is recorded: nobatch never groups, reorder groups 16 by default.
-        let group = if record["mode"] == "nobatch" { 1 } else { 16 };
+        // The group size is recorded: nobatch never groups, reorder's is auto by default, and
+        // the sizes its controller chose are in the result, starting at batches of 50, groups of 16.
+        let group = if record["mode"] == "nobatch" { Value::from(1) } else { Value::from("auto") };
         assert_eq!(record["config"]["group"], group, "results state the group size");
+        if record["mode"] == "reorder" {
+            assert_eq!(record["config"]["batch_size"], "auto");
+            assert_eq!(record["batch_sizes"][0]["batch"], 50);
+            assert_eq!(record["batch_sizes"][0]["group"], 16);
+        } else {
+            assert!(record.get("batch_sizes").is_none(), "nobatch has nothing to tune");
+        }
         assert_eq!(record["config"]["deadlock_timeout"], "20ms", "results state the session's deadlock_timeout");
         assert_eq!(record["config"]["max_pred_locks_per_page"], "64", "the cluster runs with ordo.conf's settings");
         let placement = if record["mode"] == "reorder" { Value::from("components") } else { Value::Null };

@@ -162,6 +162,12 @@ impl Dispatcher {
         })
     }
 
+    /// Sets the transactions a queue is meant to hold (the group size, which the batch-size
+    /// controller may change between batches); at least 1.
+    pub fn set_queue_len_target(&mut self, queue_len_target: usize) {
+        self.queue_len_target = queue_len_target.max(1);
+    }
+
     /// Plans `batch` into `out`; `busy` describes the connections (components placement only).
     pub fn plan(&mut self, batch: &[TxnFootprint], busy: Busy<'_>, out: &mut BatchPlan) -> Result<(), ReorderError> {
         out.queues.resize_with(self.connections, Vec::new);

@@ -65,10 +65,15 @@
 //! reports conflicts as SQLSTATE 40001 or 40P01, and `pg_stat_activity` (to know that a
 //! broken connection's backend has exited).
 //!
+//! **Adaptive sizes.** The batch size and the group size are `auto` by default: the driver
+//! measures the tier's goodput per window and ordo-batching's controller chooses them while
+//! the run goes ([`tuning`]); a number fixes either one.
+//!
 //! Modules: [`cluster`] (throwaway local server), [`schema`] (tables, functions, loader,
 //! audit), [`connection`] (sessions, error classes), [`attempt`] (one try of one
 //! transaction or group), [`dispatch`] (the planner, no I/O), [`group`] (splitting queues into
-//! server transactions and deciding in-doubt groups, no I/O), [`run`] (the driver).
+//! server transactions and deciding in-doubt groups, no I/O), [`tuning`] (what the tier
+//! measures for the batch-size controller and the sizes it sets, no I/O), [`run`] (the driver).
 
 /// For an enum chosen by name on the command line: `ALL` (in the order an error lists them),
 /// `name`, `FromStr` and (feature `clap`) `clap::ValueEnum`, from one list of variants and names.
@@ -125,6 +130,7 @@ mod error;
 pub mod group;
 pub mod run;
 pub mod schema;
+pub mod tuning;
 
 pub use attempt::Procedures;
 pub use cluster::Cluster;
@@ -132,7 +138,8 @@ pub use connection::{Isolation, SessionConfig};
 pub use dispatch::{BatchPlan, Busy, Dispatcher, Mode, Pin, Placement};
 pub use error::{PgError, Result};
 pub use group::{GroupForm, GroupRetry};
-pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, run_blocking};
+pub use ordo_batching::BatchSize;
+pub use run::{Dispatch, LedgerEntry, Outcome, RunSpec, TierConfig, TierReport, TierTuning, run_blocking};
 
 #[cfg(test)]
 mod tests {

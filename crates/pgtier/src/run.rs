@@ -11,6 +11,12 @@
 //!            to the intake, each counting a failed attempt
 //! ```
 //!
+//! **Adaptive sizes.** The batch size and the group size are [`BatchSize`] knobs, `auto` by
+//! default: a [`Tuner`] (ordo-batching) running beside the progress ticker closes a window every
+//! `tuning.window_us` (once it holds `tuning.window_commits_min` commits), feeds it the tier's
+//! commits, failed attempts and mean latency, and sets the sizes the batcher, the planner and
+//! the connections read for their next batch, queue split and chunk ([`LiveSizes`]).
+//!
 //! Every transaction gets an id `run_id << 32 | n`. A connection that breaks leaves its
 //! in-flight transactions in doubt; the driver reconnects, waits until the old backend has
 //! exited, and looks each id up in `ordo_txn` (written by the transaction itself): found means
@@ -25,7 +31,8 @@ use std::time::{Duration, Instant};
 use foldhash::HashMap;
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;
-use ordo_harness::{AbortCause, Recorder, Window};
+use ordo_batching::{BatchSize, ControllerConfig, Knob, Tuner};
+use ordo_harness::{AbortCause, BatchSizeSample, Recorder, Window};
 use ordo_reorder::{FvsConfig, TxnFootprint};
 use ordo_workload::smallbank::BALANCE;
 use ordo_workload::{Txn, Workload, WorkloadRng, rng_from_seed};
@@ -37,10 +44,12 @@ use crate::dispatch::{BatchPlan, Busy, Dispatcher, Mode, Pin, Placement};
 use crate::error::{PgError, Result};
 use crate::group::{self, Decided, GroupForm, GroupRetry, Member};
 use crate::schema;
+use crate::tuning::{LiveSizes, TierTuner, WindowCounts};
 
 /// Pipelined requests per connection in batch and reorder modes (functions only).
 pub const PIPELINE_DEPTH_DEFAULT: usize = 8;
-/// Transactions per server transaction in batch and reorder modes (see `group`).
+/// Transactions per server transaction in batch and reorder modes (see `group`), where an
+/// `auto` group size starts.
 pub const GROUP_MAX_DEFAULT: usize = 16;
 /// `deadlock_timeout` of the tier's sessions: waits on row locks under SERIALIZABLE are short
 /// (the holder commits and the waiter fails with 40001) unless two transactions wait on each
@@ -49,7 +58,8 @@ pub const GROUP_MAX_DEFAULT: usize = 16;
 pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 /// The largest group accepted.
 pub const GROUP_MAX_LIMIT: usize = 1000;
-/// Transactions per batch.
+/// Transactions per batch, where an `auto` batch size starts (and the closed-loop clients of an
+/// `auto` batch are twice this).
 pub const BATCH_SIZE_DEFAULT: usize = 50;
 /// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
 pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
@@ -57,6 +67,8 @@ pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
 pub const CONNECTIONS_DEFAULT: usize = 16;
 /// How long a broken connection may take to come back before the run fails.
 pub const RECONNECT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// How often the progress callback is called.
+const PROGRESS_US: u64 = 200_000;
 /// Attempts of one transaction before it is reported failed.
 pub const ATTEMPTS_MAX: u32 = 10_000;
 /// After the run, how long retries may take to settle before they are reported failed.
@@ -80,7 +92,8 @@ pub struct TierConfig {
     pub session: SessionConfig,
     pub mode: Mode,
     pub connections: usize,
-    pub batch_size: usize,
+    /// Transactions per batch (batch and reorder).
+    pub batch_size: BatchSize,
     /// Requests in flight per connection (1 = no pipelining). Statements always use 1.
     pub pipeline_depth: usize,
     pub procedures: Procedures,
@@ -104,12 +117,51 @@ pub struct TierConfig {
     /// How reorder mode places a batch on the connections (`dispatch` module docs).
     pub placement: Placement,
     /// Transactions per server transaction (1: each its own, as in nobatch); batch and reorder
-    /// with functions only.
-    pub group_max: usize,
+    /// with functions only (elsewhere it is 1 whatever this says, `auto` included).
+    pub group_max: BatchSize,
     pub group_form: GroupForm,
     /// How large a group the members of a rolled-back group may join on retry.
     pub group_retry: GroupRetry,
+    /// How the `auto` sizes are searched.
+    pub tuning: TierTuning,
 }
+
+/// How the tier's `auto` knobs are searched: the measurement window, and the bounds and search
+/// of the batch size and the group size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierTuning {
+    /// Shortest measurement window.
+    pub window_us: u64,
+    /// A window goes on past `window_us` until it holds this many commits, up to
+    /// `window_us_max`.
+    pub window_commits_min: u64,
+    /// Longest measurement window.
+    pub window_us_max: u64,
+    /// The batch size's search (its maximum is clamped to the closed-loop clients, who are all
+    /// a batch can hold).
+    pub batch: ControllerConfig,
+    /// The group size's search.
+    pub group: ControllerConfig,
+    /// Most entries of the recorded size history.
+    pub history_len_max: usize,
+}
+
+impl Default for TierTuning {
+    fn default() -> Self {
+        TierTuning {
+            window_us: 250_000,
+            window_commits_min: 2_000,
+            window_us_max: 2_000_000,
+            batch: ControllerConfig::with_bounds(8, BATCH_SIZE_DEFAULT as u32, 2 * BATCH_SIZE_DEFAULT as u32),
+            group: ControllerConfig::with_bounds(1, GROUP_MAX_DEFAULT as u32, 128),
+            history_len_max: 256,
+        }
+    }
+}
+
+/// The tier's knobs in a [`Tuner`] and in results.
+pub const KNOB_BATCH: &str = "batch";
+pub const KNOB_GROUP: &str = "group";
 
 /// How the middle tier feeds its connections in batch and reorder modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,13 +177,14 @@ named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 
 impl TierConfig {
     /// The tier's defaults on `session`: reorder over 16 connections, rolling dispatch with
-    /// affinity, groups of 16 placed by conflict components, batches of 50.
+    /// affinity, placement by conflict components, `auto` batch and group sizes (starting at
+    /// batches of 50 and groups of 16).
     pub fn new(session: SessionConfig) -> Self {
         TierConfig {
             session,
             mode: Mode::Reorder,
             connections: CONNECTIONS_DEFAULT,
-            batch_size: BATCH_SIZE_DEFAULT,
+            batch_size: BatchSize::Auto,
             pipeline_depth: PIPELINE_DEPTH_DEFAULT,
             procedures: Procedures::Functions,
             reorder: FvsConfig::default(),
@@ -143,9 +196,10 @@ impl TierConfig {
             affinity: true,
             affinity_backlog_max: None,
             placement: Placement::Components,
-            group_max: GROUP_MAX_DEFAULT,
+            group_max: BatchSize::Auto,
             group_form: GroupForm::Function,
             group_retry: GroupRetry::Halve,
+            tuning: TierTuning::default(),
         }
     }
 
@@ -158,7 +212,7 @@ impl TierConfig {
             }
         };
         within("connections", self.connections, CONNECTIONS_MAX)?;
-        within("batch size", self.batch_size, BATCH_SIZE_MAX)?;
+        within("batch size", self.batch_size.get().map_or(1, |size| size as usize), BATCH_SIZE_MAX)?;
         within("clients", self.clients.unwrap_or(1), BATCH_SIZE_MAX)?;
         within("pipeline depth", self.pipeline_depth, PIPELINE_DEPTH_MAX)?;
         within("affinity backlog", self.affinity_backlog_max.unwrap_or(1), BATCH_SIZE_MAX)?;
@@ -176,32 +230,86 @@ impl TierConfig {
                 format!("{ms} ms: must be between 1 and {DEADLOCK_TIMEOUT_MS_MAX}"),
             ));
         }
-        if self.group_max == 0 || self.group_max > GROUP_MAX_LIMIT {
-            return Err(PgError::invalid("group", format!("must be between 1 and {GROUP_MAX_LIMIT}")));
+        if let Some(group) = self.group_max.get() {
+            if group as usize > GROUP_MAX_LIMIT {
+                return Err(PgError::invalid("group", format!("must be between 1 and {GROUP_MAX_LIMIT}")));
+            }
+            if group > 1 && self.mode == Mode::NoBatch {
+                return Err(PgError::invalid(
+                    "group",
+                    "nobatch runs one transaction at a time by definition; grouping is for batch and reorder (use 1)",
+                ));
+            }
+            if group > 1 && self.procedures == Procedures::Statements {
+                return Err(PgError::invalid("group", "grouping needs --procedures functions (use 1 with statements)"));
+            }
         }
-        if self.group_max > 1 && self.mode == Mode::NoBatch {
-            return Err(PgError::invalid(
-                "group",
-                "nobatch runs one transaction at a time by definition; grouping is for batch and reorder (use 1)",
-            ));
-        }
-        if self.group_max > 1 && self.procedures == Procedures::Statements {
-            return Err(PgError::invalid("group", "grouping needs --procedures functions (use 1 with statements)"));
-        }
+        self.validate_tuning()?;
         self.reorder.validate().map_err(|e| PgError::invalid("reorder algorithm", e.to_string()))
     }
 
-    /// Closed-loop clients of the rolling tier.
-    pub fn effective_clients(&self) -> usize {
-        self.clients.unwrap_or(2 * self.batch_size)
+    fn validate_tuning(&self) -> Result<()> {
+        let tuning = &self.tuning;
+        if tuning.window_us == 0 || tuning.window_us > tuning.window_us_max || tuning.window_us_max > 60_000_000 {
+            return Err(PgError::invalid("tuning window", "must satisfy 0 < window_us <= window_us_max <= 60 s"));
+        }
+        for (field, controller, limit) in
+            [("tuning.batch", &tuning.batch, BATCH_SIZE_MAX), ("tuning.group", &tuning.group, GROUP_MAX_LIMIT)]
+        {
+            controller.validate().map_err(|e| PgError::invalid(field, e.to_string()))?;
+            if controller.batch_size_max as usize > limit {
+                return Err(PgError::invalid(field, format!("batch_size_max must be at most {limit}")));
+            }
+        }
+        Tuner::new(&self.knobs(), tuning.history_len_max)
+            .map(drop)
+            .map_err(|e| PgError::invalid("tuning", e.to_string()))
     }
 
-    /// Transactions per server transaction actually used.
+    /// Whether transactions can share a server transaction at all in this mode.
+    fn can_group(&self) -> bool {
+        self.mode != Mode::NoBatch && self.procedures == Procedures::Functions
+    }
+
+    /// The batch size the tier starts with: the fixed one, or where `auto` starts.
+    pub fn initial_batch_size(&self) -> usize {
+        self.batch_size.or(self.batch_controller().batch_size_initial) as usize
+    }
+
+    /// Closed-loop clients of the rolling tier: `clients`, or twice the batch size (for an
+    /// `auto` batch size, twice where it starts; the search never exceeds them).
+    pub fn effective_clients(&self) -> usize {
+        self.clients.unwrap_or_else(|| 2 * self.batch_size.or(self.tuning.batch.batch_size_initial) as usize)
+    }
+
+    /// Transactions per server transaction the tier starts with: 1 where grouping is
+    /// impossible (nobatch, statements), else the fixed size or where `auto` starts.
     pub fn effective_group_max(&self) -> usize {
-        match (self.mode, self.procedures) {
-            (Mode::NoBatch, _) | (_, Procedures::Statements) => 1,
-            _ => self.group_max,
+        if self.can_group() { self.group_max.or(self.tuning.group.batch_size_initial) as usize } else { 1 }
+    }
+
+    fn batch_controller(&self) -> ControllerConfig {
+        let bounds = &self.tuning.batch;
+        let fillable = u32::try_from(self.effective_clients()).unwrap_or(u32::MAX);
+        let max = fillable.clamp(bounds.batch_size_min, bounds.batch_size_max);
+        ControllerConfig {
+            batch_size_max: max,
+            batch_size_initial: bounds.batch_size_initial.min(max),
+            ..bounds.clone()
         }
+    }
+
+    /// The tier's batching points as the tuner's knobs: the batch size in batch and reorder
+    /// modes, the group size where transactions can be grouped.
+    pub fn knobs(&self) -> Vec<Knob> {
+        let mut knobs = Vec::new();
+        if self.mode != Mode::NoBatch {
+            knobs.push(Knob { name: KNOB_BATCH, setting: self.batch_size, controller: self.batch_controller() });
+        }
+        if self.can_group() {
+            knobs.push(Knob { name: KNOB_GROUP, setting: self.group_max, controller: self.tuning.group.clone() });
+        }
+        knobs
     }
 
     /// The pipeline depth actually used.
@@ -267,6 +375,8 @@ pub struct TierReport {
     pub audit: schema::BankAudit,
     /// Server settings in force (`SHOW` on one of the run's sessions).
     pub settings: Vec<(String, String)>,
+    /// The sizes the controller chose over time; empty when every size was fixed.
+    pub batch_sizes: Vec<BatchSizeSample>,
 }
 
 /// One transaction on its way through the tier.
@@ -303,6 +413,10 @@ struct Context<'a> {
     groups_sent: Cell<u64>,
     grouped_attempts: Cell<u64>,
     in_doubt_groups: Cell<u64>,
+    /// The batch and group sizes in force.
+    sizes: LiveSizes,
+    /// What the tuner measures.
+    counts: WindowCounts,
 }
 
 impl Context<'_> {
@@ -323,7 +437,12 @@ impl Context<'_> {
             queued_us: now_us,
             lane: 0,
             restarts: 0,
-            group_cap: self.config.effective_group_max(),
+            // A fixed group size caps every group; an `auto` one moves, so only a conflict caps.
+            group_cap: if self.config.group_max.is_auto() {
+                GROUP_MAX_LIMIT
+            } else {
+                self.config.effective_group_max()
+            },
         }
     }
 }
@@ -357,6 +476,7 @@ impl Tally {
         match outcome {
             Outcome::Committed { net_cents } => {
                 self.recorder.commit(now_us, now_us - pending.first_us, pending.restarts, pending.txn.procedure);
+                context.counts.commit(now_us - pending.first_us);
                 self.committed += 1;
                 if pending.txn.procedure != BALANCE {
                     self.committed_writers += 1;
@@ -375,6 +495,12 @@ impl Tally {
                 outcome,
             });
         }
+    }
+
+    /// An attempt failed (or was deferred) and will be retried.
+    fn abort(&mut self, context: &Context<'_>, now_us: u64, cause: AbortCause) {
+        self.recorder.abort(now_us, cause);
+        context.counts.abort();
     }
 
     fn merge(&mut self, other: Tally) {
@@ -441,12 +567,25 @@ pub async fn run(
         groups_sent: Cell::new(0),
         grouped_attempts: Cell::new(0),
         in_doubt_groups: Cell::new(0),
+        sizes: LiveSizes::initial(config),
+        counts: WindowCounts::default(),
     };
+    let mut tuner = TierTuner::new(config)?;
     let done = Cell::new(false);
     let ticker = async {
+        let mut next_progress_us = 0;
         while !done.get() {
-            progress(context.started.elapsed().as_secs_f64(), context.finished.get());
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            let now_us = context.now_us();
+            if now_us >= next_progress_us {
+                progress(now_us as f64 / 1e6, context.finished.get());
+                next_progress_us = now_us + PROGRESS_US;
+            }
+            if let Some(tuner) = tuner.as_mut().filter(|tuner| now_us >= tuner.next_window_us()) {
+                tuner.observe(now_us, &context.counts, &context.sizes);
+            }
+            let next_window_us = tuner.as_ref().map_or(u64::MAX, TierTuner::next_window_us);
+            let wake_us = next_progress_us.min(next_window_us);
+            tokio::time::sleep(Duration::from_micros(wake_us.saturating_sub(context.now_us()).max(1))).await;
         }
     };
     let work = async {
@@ -484,6 +623,7 @@ pub async fn run(
         loaded,
         audit,
         settings,
+        batch_sizes: tuner.map(|tuner| tuner.samples()).unwrap_or_default(),
     };
     if config.load {
         check_audit(&report)?;
@@ -649,7 +789,7 @@ async fn run_nobatch(
                         break;
                     }
                     Settled::Retry(cause) => {
-                        tally.recorder.abort(context.now_us(), cause);
+                        tally.abort(context, context.now_us(), cause);
                         pending.restarts += 1;
                         if pending.restarts >= ATTEMPTS_MAX {
                             tally.settle(context, &pending, Outcome::Failed);
@@ -703,16 +843,17 @@ async fn run_batches(
         batch.clear();
         batch.extend(carry.drain(..).map(Some));
         if generating {
-            while batch.len() < config.batch_size {
+            while batch.len() < context.sizes.batch() {
                 batch.push(Some(context.pending(&mut rng)));
             }
         }
+        dispatcher.set_queue_len_target(context.sizes.group());
         let reorder_ns =
             plan_batch(context, &mut dispatcher, &batch, &mut footprints, None, &mut Vec::new(), &mut plan)?;
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in &plan.deferred {
             let mut pending = batch[position].take().expect("positions are distinct");
-            tally.recorder.abort(now_us, AbortCause::Reorder);
+            tally.abort(context, now_us, AbortCause::Reorder);
             pending.restarts += 1;
             carry.push(pending);
         }
@@ -726,7 +867,7 @@ async fn run_batches(
             match settled {
                 Settled::Done(outcome) => tally.settle(context, &pending, outcome),
                 Settled::Retry(cause) => {
-                    tally.recorder.abort(context.now_us(), cause);
+                    tally.abort(context, context.now_us(), cause);
                     let mut pending = pending;
                     pending.restarts += 1;
                     if pending.restarts >= ATTEMPTS_MAX {
@@ -753,8 +894,8 @@ struct Lanes {
 
 /// One connection of the rolling tier: runs its queue in chunks of the pipeline depth.
 async fn lane(context: &Context<'_>, conn: &mut Conn, index: usize, lanes: &Lanes) -> Result<()> {
-    let chunk_max = context.config.effective_pipeline_depth() * context.config.effective_group_max();
     loop {
+        let chunk_max = context.config.effective_pipeline_depth() * context.sizes.group();
         let chunk: Vec<Pending> = {
             let mut queue = lanes.queues[index].borrow_mut();
             let n = queue.len().min(chunk_max);
@@ -859,7 +1000,7 @@ async fn rolling_tier(
                     true
                 }
                 Settled::Retry(cause) => {
-                    tally.recorder.abort(now_us, cause);
+                    tally.abort(context, now_us, cause);
                     pending.restarts += 1;
                     if pending.restarts >= ATTEMPTS_MAX {
                         tally.settle(context, &pending, Outcome::Failed);
@@ -888,7 +1029,8 @@ async fn rolling_tier(
             }
         }
         let oldest_waited_us = intake.iter().map(|p| now_us.saturating_sub(p.queued_us)).max().unwrap_or(0);
-        let ready = intake.len() >= config.batch_size
+        let batch_size = context.sizes.batch();
+        let ready = intake.len() >= batch_size
             || (!intake.is_empty() && (in_lanes == 0 || oldest_waited_us >= config.batch_wait_us_max));
         if !ready {
             let wait_us = if intake.is_empty() { 100_000 } else { config.batch_wait_us_max - oldest_waited_us };
@@ -896,7 +1038,8 @@ async fn rolling_tier(
             continue;
         }
         batch.clear();
-        let take = intake.len().min(config.batch_size);
+        let take = intake.len().min(batch_size);
+        dispatcher.set_queue_len_target(context.sizes.group());
         batch.extend(intake.drain(..take).map(Some));
         // The components placement sees how loaded the connections are and, with affinity on,
         // which keys they still run.
@@ -907,7 +1050,7 @@ async fn rolling_tier(
         tally.recorder.batch(now_us, batch.len(), plan.deferred.len(), reorder_ns);
         for &position in plan.deferred.iter().rev() {
             let mut pending = batch[position].take().expect("positions are distinct");
-            tally.recorder.abort(now_us, AbortCause::Reorder);
+            tally.abort(context, now_us, AbortCause::Reorder);
             pending.restarts += 1;
             pending.queued_us = now_us;
             intake.push_front(pending);
@@ -973,7 +1116,7 @@ async fn run_queue(context: &Context<'_>, conn: &mut Conn, queue: Vec<Pending>) 
     let depth = config.effective_pipeline_depth();
     let caps: Vec<usize> = queue.iter().map(|pending| pending.group_cap).collect();
     let mut lengths = Vec::new();
-    group::split(&caps, config.effective_group_max(), &mut lengths);
+    group::split(&caps, context.sizes.group(), &mut lengths);
     let attempts: Vec<Vec<Attempt>> = {
         let conn = &*conn;
         let mut rest = queue.as_slice();

@@ -16,8 +16,8 @@ use ordo_pgtier::cluster::find_bin_dir;
 use ordo_pgtier::connection::Conn;
 use ordo_pgtier::run::{LedgerEntry, Outcome, TierReport};
 use ordo_pgtier::{
-    Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, PgError, Placement, Procedures, RunSpec, SessionConfig,
-    TierConfig, run_blocking,
+    BatchSize, Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, PgError, Placement, Procedures, RunSpec,
+    SessionConfig, TierConfig, run_blocking,
 };
 use ordo_workload::smallbank::{BALANCE, DEPOSIT_CHECKING, SEND_PAYMENT, STANDARD_MIX};
 use ordo_workload::{SmallBank, SmallBankConfig, Txn};
@@ -72,11 +72,11 @@ fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -
     TierConfig {
         mode,
         connections: 4,
-        batch_size: 20,
+        batch_size: fixed(20),
         pipeline_depth: 4,
         procedures,
         batch_wait_us_max: 500,
-        group_max: 1,
+        group_max: fixed(1),
         ..TierConfig::new(SessionConfig {
             url: url.to_owned(),
             isolation,
@@ -86,10 +86,14 @@ fn config(url: &str, mode: Mode, procedures: Procedures, isolation: Isolation) -
     }
 }
 
+fn fixed(size: u32) -> BatchSize {
+    BatchSize::fixed(size).expect("a size from 1 to 100000")
+}
+
 /// `config` with groups of up to `group_max` transactions per server transaction.
-fn grouped(url: &str, mode: Mode, group_max: usize, form: GroupForm, retry: GroupRetry) -> TierConfig {
+fn grouped(url: &str, mode: Mode, group_max: u32, form: GroupForm, retry: GroupRetry) -> TierConfig {
     let mut config = config(url, mode, Procedures::Functions, Isolation::Serializable);
-    config.group_max = group_max;
+    config.group_max = fixed(group_max);
     config.group_form = form;
     config.group_retry = retry;
     config
@@ -197,6 +201,38 @@ fn grouped_runs_conserve_money_and_report_each_transaction_once() {
     let report = run(&grouped(&url, Mode::Reorder, 1, GroupForm::Function, GroupRetry::Halve), 46, 300).unwrap();
     check_exactly_once(&report, "reorder, groups of 1");
     assert_eq!(report.groups_sent, 0);
+}
+
+/// `auto` batch and group sizes, with windows short enough that the controller changes both
+/// several times in a short run: batches, plans, queues and groups formed under one size and
+/// finished under another still report every transaction exactly once, in every dispatch.
+#[test]
+fn auto_sizes_change_mid_run_and_every_transaction_is_still_reported_once() {
+    let Some(cluster) = TestCluster::start("auto") else { return };
+    let url = cluster.url();
+    for (seed, mode, dispatch) in [
+        (61, Mode::Reorder, Dispatch::Rolling),
+        (62, Mode::Batch, Dispatch::Rolling),
+        (63, Mode::Reorder, Dispatch::Barrier),
+    ] {
+        let what = format!("{} {} with auto sizes (seed {seed})", mode.name(), dispatch.name());
+        let mut config = grouped(&url, mode, 1, GroupForm::Function, GroupRetry::Halve);
+        config.dispatch = dispatch;
+        config.batch_size = BatchSize::Auto;
+        config.group_max = BatchSize::Auto;
+        config.tuning.window_us = 10_000;
+        config.tuning.window_commits_min = 20;
+        config.tuning.batch.windows_per_side = 1;
+        config.tuning.group.windows_per_side = 1;
+        let report = run(&config, seed, 1_500).unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_exactly_once(&report, &what);
+        let batches: Vec<u32> = report.batch_sizes.iter().filter_map(|sample| sample.batch).collect();
+        let groups: Vec<u32> = report.batch_sizes.iter().filter_map(|sample| sample.group).collect();
+        assert!(batches.len() >= 4, "{what}: the controller decided too rarely: {:?}", report.batch_sizes);
+        assert!(batches.windows(2).any(|pair| pair[0] != pair[1]), "{what}: the batch size never moved: {batches:?}");
+        assert!(groups.windows(2).any(|pair| pair[0] != pair[1]), "{what}: the group size never moved: {groups:?}");
+        assert!(report.groups_sent > 0, "{what}: no group was sent");
+    }
 }
 
 /// Runs `future` on a fresh current-thread runtime.
@@ -319,8 +355,11 @@ fn failures_are_clear_errors() {
     let error = run(&no_load, 1, 100).unwrap_err();
     assert!(matches!(error, PgError::SchemaMissing), "{error}");
 
-    // Load once, then pretend the schema came from another ordo.
-    run(&base, 1, 100).unwrap();
+    // Load once (`auto` is fine where nothing can be grouped: it stays 1 there), then pretend
+    // the schema came from another ordo.
+    let mut auto = base.clone();
+    auto.group_max = BatchSize::Auto;
+    check_exactly_once(&run(&auto, 1, 200).unwrap(), "nobatch with an auto group size");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let client = ordo_pgtier::connection::connect_plain(&url).await.unwrap();
@@ -336,14 +375,12 @@ fn failures_are_clear_errors() {
     assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "connections", .. }));
     // nobatch runs one transaction at a time; statements cannot be grouped; groups are bounded.
     let mut bad = base.clone();
-    bad.group_max = 4;
+    bad.group_max = fixed(4);
     assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
     let mut bad = config(&url, Mode::Reorder, Procedures::Statements, Isolation::Serializable);
-    bad.group_max = 4;
+    bad.group_max = fixed(4);
     assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
-    let mut bad = grouped(&url, Mode::Batch, 0, GroupForm::Function, GroupRetry::Halve);
-    assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
-    bad.group_max = 1_000_000;
+    let bad = grouped(&url, Mode::Batch, 5_000, GroupForm::Function, GroupRetry::Halve);
     assert!(matches!(run(&bad, 1, 100).unwrap_err(), PgError::InvalidConfig { field: "group", .. }));
 }
 
@@ -396,7 +433,7 @@ fn connections_killed_mid_batch_lose_nothing() {
         );
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
         config.dispatch = dispatch;
-        config.group_max = group_max;
+        config.group_max = fixed(group_max);
         config.group_form = form;
         config.session.synchronous_commit = Some(true);
         let result = run(&config, seed, 2_000);
@@ -527,7 +564,7 @@ fn replies_lost_after_commit_are_resolved_as_committed() {
     ] {
         let what = format!("{} groups of {group_max} ({}) with lost replies (seed {seed})", mode.name(), form.name());
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
-        config.group_max = group_max;
+        config.group_max = fixed(group_max);
         config.group_form = form;
         let stop = Arc::new(AtomicBool::new(false));
         let arming = {
@@ -575,7 +612,7 @@ fn a_server_restart_mid_run_loses_nothing() {
         );
         let mut config = config(&url, mode, Procedures::Functions, Isolation::Serializable);
         config.session.synchronous_commit = Some(true);
-        config.group_max = group_max;
+        config.group_max = fixed(group_max);
         config.group_form = form;
         let restarter = {
             let cluster = cluster.cluster.clone();

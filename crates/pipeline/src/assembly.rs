@@ -44,7 +44,7 @@ pub fn build(
             workload.as_ref(),
             mode.storage_batching(),
             mode.storage_reordering(),
-            config.storage_batch_size,
+            config.initial_storage_batch_size(),
             config.storage_batch_wait_us_max,
         );
         nodes.push((Address::Storage(index), Node::Storage(partition)));
@@ -53,7 +53,7 @@ pub fn build(
         workload.key_count(),
         mode.validator_batching(),
         mode.validator_reordering(),
-        config.validator_batch_size,
+        config.initial_validator_batch_size(),
         config.validator_batch_wait_us_max,
         config.reorder_workers as u16,
     );
@@ -63,6 +63,9 @@ pub fn build(
         let worker = ReorderWorker::new(config.reorder, timed_reordering)
             .map_err(|e| ConfigError::Invalid { field: "reorder", reason: e.to_string() })?;
         nodes.push((Address::Reorder(index), Node::Reorder(Box::new(worker))));
+    }
+    if let Some(log) = &config.decision_log {
+        crate::decision_log::attach(&mut nodes, log, workload.as_ref(), counters)?;
     }
     Ok(nodes)
 }

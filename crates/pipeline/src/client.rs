@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crossbeam::utils::CachePadded;
+
 use ordo_workload::{Txn, Workload, WorkloadRng};
 
 use crate::component::Context;
@@ -26,18 +28,63 @@ pub struct Client {
     draining: bool,
     /// Shared counts of submitted and finished transactions (for progress and draining).
     counters: Arc<Counters>,
+    /// This client's running totals, published to its slot of `counters.tallies`.
+    tally: Tally,
 }
 
 /// Transactions submitted and finished by all clients. A client counts a submission before it
 /// counts the finish that triggered it, so `submitted == finished`, read in the order finished
 /// then submitted, proves that nothing is live and nothing will be submitted again.
+///
+/// Each client also publishes its running [`Tally`] (commits, aborted attempts, latency) in its
+/// own slot, with plain stores (one writer per slot, no read-modify-write on the commit path),
+/// which the drivers sum once per measurement window for the batch-size controller.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub submitted: AtomicU64,
     pub finished: AtomicU64,
+    /// Why the run must stop (the validator's log failed), once set.
+    pub failure: std::sync::OnceLock<String>,
+    tallies: Vec<CachePadded<TallySlot>>,
+}
+
+/// Running totals of the transactions a client saw finish.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub committed: u64,
+    /// Aborted attempts of the finished transactions (their restarts).
+    pub aborted: u64,
+    /// Sum of the committed transactions' latencies.
+    pub latency_us_sum: u64,
+}
+
+#[derive(Debug, Default)]
+struct TallySlot {
+    committed: AtomicU64,
+    aborted: AtomicU64,
+    latency_us_sum: AtomicU64,
 }
 
 impl Counters {
+    /// Counters with a tally slot for each of `clients` clients.
+    pub fn new(clients: usize) -> Self {
+        Counters { tallies: (0..clients).map(|_| CachePadded::new(TallySlot::default())).collect(), ..Self::default() }
+    }
+
+    /// The sum of every client's tally so far.
+    pub fn tally(&self) -> Tally {
+        self.tallies.iter().fold(Tally::default(), |sum, slot| Tally {
+            committed: sum.committed + slot.committed.load(Ordering::Relaxed),
+            aborted: sum.aborted + slot.aborted.load(Ordering::Relaxed),
+            latency_us_sum: sum.latency_us_sum + slot.latency_us_sum.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Stops the run with `reason` (the first reason wins).
+    pub fn fail(&self, reason: String) {
+        let _ = self.failure.set(reason);
+    }
+
     /// Whether no transaction is live (see the type's invariant).
     pub fn idle(&self) -> bool {
         let finished = self.finished.load(Ordering::SeqCst);
@@ -69,7 +116,17 @@ impl Client {
             started: false,
             draining: false,
             counters,
+            tally: Tally::default(),
         }
+    }
+
+    fn publish_tally(&self) {
+        let Some(slot) = self.counters.tallies.get(usize::from(self.index)) else {
+            return;
+        };
+        slot.committed.store(self.tally.committed, Ordering::Relaxed);
+        slot.aborted.store(self.tally.aborted, Ordering::Relaxed);
+        slot.latency_us_sum.store(self.tally.latency_us_sum, Ordering::Relaxed);
     }
 
     /// Transactions submitted and not yet finished.
@@ -112,9 +169,13 @@ impl Client {
                     Outcome::Committed => {
                         let latency_us = ctx.now_us.saturating_sub(submission.submitted_us);
                         ctx.recorder.commit(ctx.now_us, latency_us, restarts, submission.txn.procedure);
+                        self.tally.committed += 1;
+                        self.tally.latency_us_sum += latency_us;
                     }
                     Outcome::UserAborted => ctx.recorder.user_abort(ctx.now_us),
                 }
+                self.tally.aborted += u64::from(restarts);
+                self.publish_tally();
                 if !self.draining {
                     self.submit(ctx, Some(submission));
                 }

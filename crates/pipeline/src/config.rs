@@ -1,9 +1,14 @@
 //! Configuration of the pipeline engine: the mode (which batching and reordering is on) and
 //! every knob, each with its unit in its name.
+//!
+//! The three batching points (storage batches, validator batches, and the threaded runtime's
+//! flush interval) are [`BatchSize`] knobs, `auto` by default: the drivers then let an
+//! [`ordo_batching::Tuner`] choose them while the engine runs ([`Tuning`] bounds the search).
 
 use std::fmt;
 use std::str::FromStr;
 
+use ordo_batching::{BatchSize, ControllerConfig, Knob};
 use ordo_reorder::FvsConfig;
 use thiserror::Error;
 
@@ -26,13 +31,13 @@ pub enum Mode {
 impl Mode {
     pub const ALL: [Mode; 5] = [Mode::Base, Mode::Batch, Mode::Sr, Mode::Vc, Mode::Srvc];
 
-    /// The threaded runtime's default flush interval (messages handled before a thread's
-    /// outboxes go to the other threads) at `concurrency` live transactions. Long intervals
-    /// move messages in large batches, which the batching modes want: 256 for them. `base`,
-    /// which batches nothing, is fastest when a turn is about one message per live
-    /// transaction: the largest power of two up to the concurrency, from 16 to 512 (measured
-    /// best or within noise of the best at 50, 100, 200, 300 and 500 live transactions; see
-    /// BENCHMARKS.md).
+    /// The threaded runtime's best fixed flush interval as measured (messages handled before a
+    /// thread's outboxes go to the other threads) at `concurrency` live transactions; where an
+    /// `auto` flush interval starts. Long intervals move messages in large batches, which the
+    /// batching modes want: 256 for them. `base`, which batches nothing, is fastest when a turn
+    /// is about one message per live transaction: the largest power of two up to the
+    /// concurrency, from 16 to 512 (measured best or within noise of the best at 50, 100, 200,
+    /// 300 and 500 live transactions; see BENCHMARKS.md).
     pub fn messages_per_flush(self, concurrency: usize) -> usize {
         match self {
             Mode::Base => {
@@ -106,6 +111,10 @@ impl clap::ValueEnum for Mode {
 pub enum ConfigError {
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    /// The validator's write-ahead log stopped after a failed write or fsync: decisions after
+    /// its last durable epoch were never released.
+    #[error("the validator's write-ahead log stopped: {0}")]
+    LogStopped(String),
 }
 
 /// Most live transactions: each holds its read and write sets and messages in flight, so a
@@ -121,7 +130,10 @@ pub const COMPONENTS_MAX: usize = 256;
 /// Longest a partial batch may wait for more requests (µs): one second.
 pub const BATCH_WAIT_US_MAX: u64 = 1_000_000;
 /// Largest flush interval (messages a runtime thread handles before flushing its outboxes).
-pub const MESSAGES_PER_FLUSH_MAX: usize = 1 << 20;
+pub const MESSAGES_PER_FLUSH_MAX: usize = ordo_batching::BATCH_SIZE_MAX as usize;
+/// Shortest and longest measurement window of the batch-size controller.
+pub const TUNING_WINDOW_US_MIN: u64 = 100;
+pub const TUNING_WINDOW_US_MAX: u64 = 60_000_000;
 
 /// Component roles, as named in placements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -211,6 +223,41 @@ impl fmt::Display for Placement {
     }
 }
 
+/// How `auto` knobs are searched: the measurement window, and each kind of knob's bounds and
+/// search (the flush interval's `batch_size_initial` is replaced by the mode's measured best,
+/// [`Mode::messages_per_flush`], clamped to its bounds; a batch's maximum is clamped to what
+/// the concurrency can fill, see [`PipelineConfig::knobs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuning {
+    /// Shortest measurement window (virtual microseconds under the simulation driver).
+    pub window_us: u64,
+    /// A window goes on past `window_us` until it holds this many commits (so a window's
+    /// goodput is not mostly counting noise when few transactions commit), up to
+    /// `window_us_max`.
+    pub window_commits_min: u64,
+    /// Longest measurement window.
+    pub window_us_max: u64,
+    /// Storage and validator batches.
+    pub batch: ControllerConfig,
+    /// The threaded runtime's flush interval, in messages.
+    pub flush: ControllerConfig,
+    /// Most entries of the recorded size history.
+    pub history_len_max: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            window_us: 50_000,
+            window_commits_min: 2_000,
+            window_us_max: 1_000_000,
+            batch: ControllerConfig::with_bounds(8, 40, 320),
+            flush: ControllerConfig::with_bounds(16, 256, 2048),
+            history_len_max: 256,
+        }
+    }
+}
+
 /// Every knob of the pipeline engine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PipelineConfig {
@@ -221,13 +268,13 @@ pub struct PipelineConfig {
     pub processors: usize,
     pub storage_workers: usize,
     pub reorder_workers: usize,
-    /// Requests per storage batch.
-    pub storage_batch_size: usize,
+    /// Requests per storage batch (a cap: see `storage_batch_wait_us_max`).
+    pub storage_batch_size: BatchSize,
     /// A partial storage batch is served at the end of its thread's turn once it has waited
     /// this long; 0 serves it as soon as no more requests are queued (natural batching).
     pub storage_batch_wait_us_max: u64,
-    /// Transactions per validator batch (B).
-    pub validator_batch_size: usize,
+    /// Transactions per validator batch (B; a cap: see `validator_batch_wait_us_max`).
+    pub validator_batch_size: BatchSize,
     /// A partial validator batch is closed at the end of its thread's turn once it has waited
     /// this long; 0 closes it as soon as no more requests are queued (natural batching).
     pub validator_batch_wait_us_max: u64,
@@ -235,41 +282,141 @@ pub struct PipelineConfig {
     pub reorder: FvsConfig,
     pub placement: Placement,
     /// Threaded runtime: messages a thread handles before it flushes its outboxes to the other
-    /// threads; 0 picks the mode's default ([`Mode::messages_per_flush`]).
-    pub messages_per_flush: usize,
+    /// threads (only matters with more than one thread).
+    pub messages_per_flush: BatchSize,
+    /// How the `auto` knobs are searched.
+    pub tuning: Tuning,
+    /// Log the validator's decisions (`None`: nothing is logged).
+    pub decision_log: Option<crate::decision_log::DecisionLogConfig>,
 }
+
+/// The default concurrency level: loaded but not thrashing on the reference machine (2 cores;
+/// BENCHMARKS.md, "Default concurrency").
+pub const CONCURRENCY_DEFAULT: usize = 100;
 
 impl Default for PipelineConfig {
     fn default() -> Self {
         PipelineConfig {
             mode: Mode::Srvc,
-            concurrency: 300,
+            concurrency: CONCURRENCY_DEFAULT,
             clients: 1,
             processors: 1,
             storage_workers: 1,
 
             reorder_workers: 1,
-            storage_batch_size: 40,
+            storage_batch_size: BatchSize::Auto,
             storage_batch_wait_us_max: 0,
-            validator_batch_size: 40,
+            validator_batch_size: BatchSize::Auto,
             validator_batch_wait_us_max: 0,
 
             reorder: FvsConfig::default(),
 
             placement: PLACEMENT_DEFAULT.parse().expect("default placement parses"),
-            messages_per_flush: 0,
+            messages_per_flush: BatchSize::Auto,
+            tuning: Tuning::default(),
+            decision_log: None,
         }
     }
 }
 
+/// Names of the pipeline's knobs in a [`ordo_batching::Tuner`] and in results.
+pub const KNOB_STORAGE: &str = "storage";
+pub const KNOB_VALIDATOR: &str = "validator";
+pub const KNOB_FLUSH: &str = "flush";
+/// Both batches as one knob (see [`PipelineConfig::knobs`]).
+pub const KNOB_BATCH: &str = "batch";
+
 impl PipelineConfig {
-    /// The flush interval the threaded runtime uses.
-    pub fn effective_messages_per_flush(&self) -> usize {
-        if self.messages_per_flush == 0 {
-            self.mode.messages_per_flush(self.concurrency)
-        } else {
-            self.messages_per_flush
+    /// The storage batch cap the engine starts with (the fixed size, or where `auto` starts).
+    pub fn initial_storage_batch_size(&self) -> usize {
+        let fillable = if self.batches_tuned_together() { self.concurrency } else { 2 * self.concurrency };
+        self.storage_batch_size.or(self.batch_controller(fillable).batch_size_initial) as usize
+    }
+
+    /// Whether the storage and validator batches are one knob: both batched and both `auto`.
+    fn batches_tuned_together(&self) -> bool {
+        self.mode.storage_batching()
+            && self.mode.validator_batching()
+            && self.storage_batch_size.is_auto()
+            && self.validator_batch_size.is_auto()
+    }
+
+    /// The validator batch cap the engine starts with.
+    pub fn initial_validator_batch_size(&self) -> usize {
+        self.validator_batch_size.or(self.batch_controller(self.concurrency).batch_size_initial) as usize
+    }
+
+    /// The batch search, its maximum clamped to `fillable` (see [`PipelineConfig::knobs`]).
+    fn batch_controller(&self, fillable: usize) -> ControllerConfig {
+        let bounds = &self.tuning.batch;
+        let max = u32::try_from(fillable).unwrap_or(u32::MAX).clamp(bounds.batch_size_min, bounds.batch_size_max);
+        ControllerConfig {
+            batch_size_max: max,
+            batch_size_initial: bounds.batch_size_initial.min(max),
+            ..bounds.clone()
         }
+    }
+
+    /// The flush interval the threaded runtime starts with: the fixed one, or for `auto` the
+    /// mode's measured best ([`Mode::messages_per_flush`]) within the search's bounds.
+    pub fn initial_messages_per_flush(&self) -> usize {
+        self.messages_per_flush.or(self.flush_controller().batch_size_initial) as usize
+    }
+
+    fn flush_controller(&self) -> ControllerConfig {
+        let bounds = &self.tuning.flush;
+        let best = u32::try_from(self.mode.messages_per_flush(self.concurrency)).unwrap_or(u32::MAX);
+        ControllerConfig {
+            batch_size_initial: best.clamp(bounds.batch_size_min, bounds.batch_size_max),
+            ..bounds.clone()
+        }
+    }
+
+    /// The batching points this configuration has, as the tuner's knobs: the storage batch
+    /// when the mode batches at storage, the validator batch when it batches at the validator,
+    /// and the flush interval when the placement has more than one thread (with one thread no
+    /// message waits for a flush). The simulation driver, which has no flushes, drops the last.
+    ///
+    /// When a mode batches at both and both are `auto`, they are one knob, `batch`, that sets
+    /// both caps alike. Both batches reorder to save aborts, so they substitute for each other:
+    /// tuned apart, on one goodput signal, the search zig-zags along the ridge where their
+    /// effects trade off (measured under the simulation driver: the storage cap ran to its
+    /// bound while the validator's stayed small, far from the best pair), and each knob gets
+    /// only every other round. A fixed size for either one tunes the other alone.
+    ///
+    /// A batch's search stops where the concurrency stops filling it: a validator batch holds
+    /// at most one request per live transaction, a storage batch at most a read and a write per
+    /// live transaction, so a larger cap never binds and searching above it would only wander.
+    pub fn knobs(&self) -> Vec<Knob> {
+        let mut knobs = Vec::new();
+        if self.batches_tuned_together() {
+            knobs.push(Knob {
+                name: KNOB_BATCH,
+                setting: BatchSize::Auto,
+                controller: self.batch_controller(self.concurrency),
+            });
+        } else if self.mode.storage_batching() {
+            knobs.push(Knob {
+                name: KNOB_STORAGE,
+                setting: self.storage_batch_size,
+                controller: self.batch_controller(2 * self.concurrency),
+            });
+        }
+        if self.mode.validator_batching() && !self.batches_tuned_together() {
+            knobs.push(Knob {
+                name: KNOB_VALIDATOR,
+                setting: self.validator_batch_size,
+                controller: self.batch_controller(self.concurrency),
+            });
+        }
+        if self.placement.threads.len() > 1 {
+            knobs.push(Knob {
+                name: KNOB_FLUSH,
+                setting: self.messages_per_flush,
+                controller: self.flush_controller(),
+            });
+        }
+        knobs
     }
 
     /// Checks every knob against its range (see [`CONCURRENCY_MAX`], [`BATCH_SIZE_MAX`],
@@ -283,17 +430,16 @@ impl PipelineConfig {
         positive("processors", self.processors)?;
         positive("storage_workers", self.storage_workers)?;
         positive("reorder_workers", self.reorder_workers)?;
-        positive("storage_batch_size", self.storage_batch_size)?;
-        positive("validator_batch_size", self.validator_batch_size)?;
+        let fixed = |size: BatchSize| size.get().map_or(0, |size| size as usize);
         for (field, value, max) in [
             ("concurrency", self.concurrency, CONCURRENCY_MAX),
             ("clients", self.clients, COMPONENTS_MAX),
             ("processors", self.processors, COMPONENTS_MAX),
             ("storage_workers", self.storage_workers, COMPONENTS_MAX),
             ("reorder_workers", self.reorder_workers, COMPONENTS_MAX),
-            ("storage_batch_size", self.storage_batch_size, BATCH_SIZE_MAX),
-            ("validator_batch_size", self.validator_batch_size, BATCH_SIZE_MAX),
-            ("messages_per_flush", self.messages_per_flush, MESSAGES_PER_FLUSH_MAX),
+            ("storage_batch_size", fixed(self.storage_batch_size), BATCH_SIZE_MAX),
+            ("validator_batch_size", fixed(self.validator_batch_size), BATCH_SIZE_MAX),
+            ("messages_per_flush", fixed(self.messages_per_flush), MESSAGES_PER_FLUSH_MAX),
         ] {
             if value > max {
                 return Err(ConfigError::Invalid { field, reason: format!("{value} is more than the limit of {max}") });
@@ -317,6 +463,44 @@ impl PipelineConfig {
             });
         }
         self.reorder.validate().map_err(|e| ConfigError::Invalid { field: "reorder", reason: e.to_string() })?;
+        self.validate_tuning()
+    }
+
+    fn validate_tuning(&self) -> Result<(), ConfigError> {
+        let tuning = &self.tuning;
+        for (field, window_us) in
+            [("tuning.window_us", tuning.window_us), ("tuning.window_us_max", tuning.window_us_max)]
+        {
+            if !(TUNING_WINDOW_US_MIN..=TUNING_WINDOW_US_MAX).contains(&window_us) {
+                return Err(ConfigError::Invalid {
+                    field,
+                    reason: format!("{window_us} is outside {TUNING_WINDOW_US_MIN}..={TUNING_WINDOW_US_MAX}"),
+                });
+            }
+        }
+        if tuning.window_us_max < tuning.window_us {
+            return Err(ConfigError::Invalid {
+                field: "tuning.window_us_max",
+                reason: format!("{} is shorter than window_us {}", tuning.window_us_max, tuning.window_us),
+            });
+        }
+        for (field, controller, max) in
+            [("tuning.batch", &tuning.batch, BATCH_SIZE_MAX), ("tuning.flush", &tuning.flush, MESSAGES_PER_FLUSH_MAX)]
+        {
+            controller.validate().map_err(|e| ConfigError::Invalid { field, reason: e.to_string() })?;
+            if controller.batch_size_max as usize > max {
+                return Err(ConfigError::Invalid {
+                    field,
+                    reason: format!("batch_size_max {} is more than the limit of {max}", controller.batch_size_max),
+                });
+            }
+        }
+        if !(2..=ordo_batching::HISTORY_LEN_MAX).contains(&tuning.history_len_max) {
+            return Err(ConfigError::Invalid {
+                field: "tuning.history_len_max",
+                reason: format!("{} is outside 2..={}", tuning.history_len_max, ordo_batching::HISTORY_LEN_MAX),
+            });
+        }
         Ok(())
     }
 }
@@ -345,18 +529,62 @@ mod tests {
     }
 
     #[test]
+    fn knobs_are_the_batching_points_the_mode_and_placement_have() {
+        let names = |mode: Mode, placement: &str| -> Vec<&'static str> {
+            let config = PipelineConfig { mode, placement: placement.parse().unwrap(), ..PipelineConfig::default() };
+            config.knobs().iter().map(|knob| knob.name).collect()
+        };
+        assert_eq!(names(Mode::Srvc, "split"), [KNOB_BATCH, KNOB_FLUSH], "both batches auto: one knob");
+        let storage_fixed =
+            PipelineConfig { storage_batch_size: BatchSize::fixed(10).unwrap(), ..PipelineConfig::default() };
+        let knobs: Vec<&str> = storage_fixed.knobs().iter().map(|knob| knob.name).collect();
+        assert_eq!(knobs, [KNOB_STORAGE, KNOB_VALIDATOR, KNOB_FLUSH]);
+        assert_eq!(storage_fixed.knobs()[0].setting, BatchSize::fixed(10).unwrap());
+        assert_eq!(names(Mode::Sr, "split"), [KNOB_STORAGE, KNOB_FLUSH]);
+        assert_eq!(names(Mode::Vc, "single"), [KNOB_VALIDATOR]);
+        assert_eq!(names(Mode::Base, "split"), [KNOB_FLUSH]);
+        assert!(names(Mode::Base, "single").is_empty());
+        // An auto flush interval starts at the mode's measured best.
+        let base = PipelineConfig { mode: Mode::Base, concurrency: 100, ..PipelineConfig::default() };
+        assert_eq!(base.initial_messages_per_flush(), 64);
+        assert_eq!(base.knobs()[0].controller.batch_size_initial, 64);
+        let fixed = PipelineConfig { messages_per_flush: BatchSize::fixed(8).unwrap(), ..base };
+        assert_eq!(fixed.initial_messages_per_flush(), 8);
+        assert_eq!(PipelineConfig::default().initial_validator_batch_size(), 40);
+        // Batch searches stop where the concurrency stops filling a batch.
+        let small = PipelineConfig { concurrency: 30, ..PipelineConfig::default() };
+        let maxima: Vec<u32> = small.knobs().iter().map(|knob| knob.controller.batch_size_max).collect();
+        assert_eq!(maxima, [30, 2048]);
+        assert_eq!(small.knobs()[0].controller.batch_size_initial, 30);
+        assert_eq!((small.initial_storage_batch_size(), small.initial_validator_batch_size()), (30, 30));
+        let apart = PipelineConfig { validator_batch_size: BatchSize::fixed(5).unwrap(), ..small.clone() };
+        let maxima: Vec<u32> = apart.knobs().iter().map(|knob| knob.controller.batch_size_max).collect();
+        assert_eq!(maxima, [60, 30, 2048], "apart, a storage batch may hold a read and a write per transaction");
+        assert_eq!(apart.initial_storage_batch_size(), 40);
+    }
+
+    #[test]
     fn bad_configs_are_rejected() {
         assert!(PipelineConfig::default().validate().is_ok());
-        let bad = PipelineConfig { validator_batch_size: 0, ..PipelineConfig::default() };
+        let bad =
+            PipelineConfig { validator_batch_size: BatchSize::fixed(10_001).unwrap(), ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
+        let bad =
+            PipelineConfig { messages_per_flush: BatchSize::fixed(100_000).unwrap(), ..PipelineConfig::default() };
+        assert!(bad.validate().is_ok(), "flushes may be longer than batches");
+        let mut bad = PipelineConfig::default();
+        bad.tuning.window_us = 0;
+        assert!(bad.validate().is_err());
+        let mut bad = PipelineConfig::default();
+        bad.tuning.batch.batch_size_max = 20_000;
+        assert!(bad.validate().is_err(), "the search may not leave the engine's own limit");
         let bad = PipelineConfig { clients: 400, ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
         let bad = PipelineConfig { processors: COMPONENTS_MAX + 1, ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
         let bad = PipelineConfig { validator_batch_wait_us_max: BATCH_WAIT_US_MAX + 1, ..PipelineConfig::default() };
         assert!(bad.validate().is_err());
-        let bad = PipelineConfig { messages_per_flush: MESSAGES_PER_FLUSH_MAX + 1, ..PipelineConfig::default() };
-        assert!(bad.validate().is_err());
+        assert!(BatchSize::fixed(MESSAGES_PER_FLUSH_MAX as u32 + 1).is_none(), "no flush interval above the limit");
     }
 
     #[cfg(feature = "clap")]

@@ -70,6 +70,8 @@ pub struct ValidationRequest {
     pub reads: Vec<(Key, Ts)>,
     /// Every key the transaction will write.
     pub writes: Vec<Key>,
+    /// The value written to each of `writes` (a validator that logs its decisions needs them).
+    pub values: Vec<Value>,
     pub restarts: u32,
     /// The procedure gave up (user abort): validated like a read-only transaction, so the
     /// decision to give up rests on a consistent snapshot.

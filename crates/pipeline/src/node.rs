@@ -2,6 +2,8 @@
 
 use crate::client::Client;
 use crate::component::{Context, Deadline};
+use crate::decision_log::LoggedValidator;
+use crate::driver::tuning::Sizes;
 use crate::message::Message;
 use crate::processor::Processor;
 use crate::reorder_worker::ReorderWorker;
@@ -14,6 +16,8 @@ pub enum Node {
     Processor(Processor),
     Storage(StoragePartition),
     Validator(Validator),
+    /// The validator with a write-ahead log of its decisions.
+    LoggedValidator(Box<LoggedValidator>),
     Reorder(Box<ReorderWorker>),
 }
 
@@ -25,7 +29,18 @@ impl Node {
             Node::Processor(p) => p.handle(message, ctx),
             Node::Storage(s) => s.handle(message, ctx),
             Node::Validator(v) => v.handle(message, ctx),
+            Node::LoggedValidator(v) => v.handle(message, ctx),
             Node::Reorder(r) => r.handle(message, ctx),
+        }
+    }
+
+    /// Sets the batch caps the batch-size controller chose (components without a batch ignore it).
+    pub fn resize(&mut self, sizes: &Sizes) {
+        match self {
+            Node::Storage(s) => s.set_batch_size(sizes.storage),
+            Node::Validator(v) => v.set_batch_size(sizes.validator),
+            Node::LoggedValidator(v) => v.set_batch_size(sizes.validator),
+            Node::Client(_) | Node::Processor(_) | Node::Reorder(_) => {}
         }
     }
 
@@ -36,6 +51,7 @@ impl Node {
         match self {
             Node::Storage(s) => s.tick(ctx, queued),
             Node::Validator(v) => v.tick(ctx, queued),
+            Node::LoggedValidator(v) => v.tick(ctx, queued),
             _ => None,
         }
     }

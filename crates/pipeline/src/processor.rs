@@ -207,6 +207,8 @@ impl Processor {
         std::mem::swap(&mut request.reads, &mut live.read_set);
         request.writes.clear();
         request.writes.extend(live.writes.iter().map(|&(key, _)| key));
+        request.values.clear();
+        request.values.extend(live.writes.iter().map(|&(_, value)| value));
         request.restarts = live.restarts;
         request.user_abort = user_abort;
         ctx.send(Address::Validator, Message::Validate(request));

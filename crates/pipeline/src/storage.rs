@@ -69,6 +69,28 @@ impl StoragePartition {
         (key / u64::from(self.partitions)) as usize
     }
 
+    /// Whether `key` lives in this partition.
+    pub fn owns(&self, key: Key) -> bool {
+        key % u64::from(self.partitions) == u64::from(self.index)
+    }
+
+    /// Before a run, after recovery: `key` holds `value` at `version`.
+    pub fn restore(&mut self, key: Key, value: Value, version: Ts) {
+        let slot = self.slot(key);
+        self.records[slot] = (value, version);
+    }
+
+    /// Sets the batch cap (the drivers' batch-size controller); a pending batch that is already
+    /// as large closes with the next request or tick.
+    pub fn set_batch_size(&mut self, batch_size: usize) {
+        assert!(batch_size > 0, "a batch cap of 0 would never serve a request");
+        self.batch_size = batch_size;
+    }
+
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
     /// The value and version of `key` (for checks after a run).
     pub fn get(&self, key: Key) -> (Value, Ts) {
         self.records[self.slot(key)]

@@ -81,9 +81,32 @@ impl Validator {
         }
     }
 
+    /// Sets the batch cap (the drivers' batch-size controller); a batch that is already as
+    /// large closes with the next request or tick.
+    pub fn set_batch_size(&mut self, batch_size: usize) {
+        assert!(batch_size > 0, "a batch cap of 0 would never close a batch");
+        self.batch_size = batch_size;
+    }
+
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
     /// The timestamp the next committed transaction will get.
     pub fn next_ts(&self) -> Ts {
         self.next_ts
+    }
+
+    /// Before a run, after recovery: `key` was last written at `version`; timestamps resume
+    /// above it.
+    pub fn restore(&mut self, key: u64, version: Ts) {
+        self.last_write[key as usize] = version;
+        self.resume_after(version);
+    }
+
+    /// Before a run, after recovery: timestamps resume above `ts`.
+    pub fn resume_after(&mut self, ts: Ts) {
+        self.next_ts = self.next_ts.max(ts + 1);
     }
 
     pub fn handle(&mut self, message: Message, ctx: &mut Context) {

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use ordo_batching::BatchSize;
 use ordo_pipeline::replay::check_serial_replay;
 use ordo_pipeline::{Mode, PipelineConfig, SimulationConfig, simulate};
 use ordo_reorder::{FvsConfig, Policy};
@@ -30,6 +31,10 @@ fn workloads(theta: f64) -> Vec<Arc<dyn Workload>> {
     ]
 }
 
+fn fixed(size: u32) -> BatchSize {
+    BatchSize::fixed(size).expect("a positive size")
+}
+
 fn small_config(mode: Mode) -> PipelineConfig {
     PipelineConfig {
         mode,
@@ -38,9 +43,9 @@ fn small_config(mode: Mode) -> PipelineConfig {
         processors: 2,
         storage_workers: 3,
         reorder_workers: 2,
-        storage_batch_size: 8,
+        storage_batch_size: fixed(8),
         storage_batch_wait_us_max: 30,
-        validator_batch_size: 10,
+        validator_batch_size: fixed(10),
         validator_batch_wait_us_max: 40,
         ..PipelineConfig::default()
     }
@@ -136,7 +141,13 @@ fn a_transaction_restarted_many_times_eventually_commits_under_rdeg() {
     let longest_wait = |policy: Policy, seed: u64| {
         let reorder = FvsConfig::from_label("greedy_sort", policy).unwrap();
         let config = PipelineConfig { reorder, concurrency: 60, ..small_config(Mode::Vc) };
-        let simulation = SimulationConfig { seed, transactions: 1_500, delay_us_max: 25, time_limit_us: 20_000_000 };
+        let simulation = SimulationConfig {
+            seed,
+            transactions: 1_500,
+            delay_us_max: 25,
+            time_limit_us: 20_000_000,
+            ..SimulationConfig::default()
+        };
         let report = simulate(&config, &workload, simulation)
             .unwrap_or_else(|e| panic!("{policy} seed {seed}: {e} (replay: ORDO_SEED={seed})"));
         assert!(report.recorder.restarts_of_commits() > report.recorder.commits(), "contention too low to test");
@@ -161,8 +172,8 @@ fn reordering_modes_abort_less_than_base_and_batch_at_high_skew() {
         for seed in seeds(6) {
             let config = PipelineConfig {
                 concurrency: 40,
-                storage_batch_size: 20,
-                validator_batch_size: 20,
+                storage_batch_size: fixed(20),
+                validator_batch_size: fixed(20),
                 ..small_config(mode)
             };
             let simulation =

@@ -7,5 +7,6 @@ pub mod fvs;
 pub mod fvs_bench;
 pub mod headline;
 pub mod pg;
+pub mod recover;
 pub mod reorder_args;
 pub mod zipf_bench;

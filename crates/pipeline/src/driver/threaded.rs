@@ -17,21 +17,27 @@
 //! cost of a channel operation and a wake-up is shared by everything sent in that iteration.
 //! Queues are unbounded channels, but the closed loop bounds them: at most `concurrency`
 //! transactions are live, each with a handful of messages in flight.
+//!
+//! With `auto` batch sizes the calling thread, which otherwise only reports progress, runs the
+//! [`WindowTuner`]: every `tuning.window_us` it reads the clients' tallies, and when the tuner
+//! changes a size it publishes the new sizes (and bumps a version); each worker checks the
+//! version once per loop iteration and sets the sizes on its own nodes and its flush interval.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use crossbeam::channel::{Receiver, Sender, unbounded};
 use crossbeam::sync::{Parker, Unparker};
-use ordo_harness::{Recorder, Window};
+use ordo_harness::{BatchSizeSample, Recorder, Window};
 use ordo_workload::{Value, Workload};
 
 use crate::assembly::build;
 use crate::client::Counters;
 use crate::component::Context;
-use crate::config::{ConfigError, PipelineConfig, Role};
+use crate::config::{ConfigError, PipelineConfig};
+use crate::driver::tuning::{Sizes, WindowTuner};
 use crate::message::{Address, CommitRecord, Envelope, Message, Ts};
 use crate::node::Node;
 
@@ -39,6 +45,8 @@ use crate::node::Node;
 const MESSAGES_PER_CLOCK_READ: usize = 64;
 /// Longest park when no timer is pending.
 const PARK_US_MAX: u64 = 1000;
+/// How often the calling thread reports progress.
+const PROGRESS_US: u64 = 200_000;
 /// How long an idle thread polls its inbox before parking. Waking a parked thread costs a
 /// system call on both sides; a short poll absorbs the gaps between batches at full load.
 const IDLE_POLL_US: u64 = 50;
@@ -64,6 +72,8 @@ pub struct ThreadedReport {
     /// `(value, version)` of every key, when the run was drained.
     pub store: Option<Vec<(Value, Ts)>>,
     pub threads: usize,
+    /// The sizes the controller chose over time; empty when every batch size was fixed.
+    pub batch_sizes: Vec<BatchSizeSample>,
 }
 
 /// A thread's inbox: batches of envelopes.
@@ -119,6 +129,34 @@ struct Shared {
     phase: AtomicU8,
     draining: AtomicBool,
     barrier: Barrier,
+    sizes: LiveSizes,
+}
+
+/// The sizes the tuner chose, published by the calling thread: `version` is bumped (release)
+/// after the sizes are stored, so a worker that sees a new version (acquire) reads them whole.
+#[derive(Debug, Default)]
+struct LiveSizes {
+    version: AtomicU64,
+    storage: AtomicUsize,
+    validator: AtomicUsize,
+    messages_per_flush: AtomicUsize,
+}
+
+impl LiveSizes {
+    fn publish(&self, sizes: Sizes) {
+        self.storage.store(sizes.storage, Ordering::Relaxed);
+        self.validator.store(sizes.validator, Ordering::Relaxed);
+        self.messages_per_flush.store(sizes.messages_per_flush, Ordering::Relaxed);
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    fn read(&self) -> Sizes {
+        Sizes {
+            storage: self.storage.load(Ordering::Relaxed),
+            validator: self.validator.load(Ordering::Relaxed),
+            messages_per_flush: self.messages_per_flush.load(Ordering::Relaxed),
+        }
+    }
 }
 
 struct Worker {
@@ -137,6 +175,8 @@ struct Worker {
     shared: Arc<Shared>,
     /// Messages handled before the outboxes are flushed, even if more are queued.
     messages_per_flush: usize,
+    /// The version of `shared.sizes` this worker's nodes use.
+    sizes_version: u64,
 }
 
 impl Worker {
@@ -250,10 +290,25 @@ impl Worker {
         self.route();
     }
 
+    /// Takes the tuner's latest sizes if they changed since the last look.
+    fn apply_sizes(&mut self) {
+        let version = self.shared.sizes.version.load(Ordering::Acquire);
+        if version == self.sizes_version {
+            return;
+        }
+        self.sizes_version = version;
+        let sizes = self.shared.sizes.read();
+        for node in &mut self.nodes {
+            node.resize(&sizes);
+        }
+        self.messages_per_flush = sizes.messages_per_flush;
+    }
+
     fn run(mut self) -> Self {
         self.start_clients();
         let mut drain_sent = false;
         loop {
+            self.apply_sizes();
             match self.shared.phase.load(Ordering::Acquire) {
                 RUNNING => {}
                 FLUSH => {
@@ -328,25 +383,14 @@ pub fn run_threaded(
     run: &ThreadedRun,
     mut on_progress: impl FnMut(f64, u64),
 ) -> Result<ThreadedReport, ConfigError> {
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(Counters::new(config.clients));
     let nodes = build(config, workload, run.seed, &counters, true)?;
     let threads = config.placement.threads.len();
+    let mut tuner = WindowTuner::new(config, true)?;
 
-    // Deal each role's instances round-robin over the threads that host the role.
     let mut per_thread: Vec<Vec<(Address, Node)>> = (0..threads).map(|_| Vec::new()).collect();
-    let mut next_of_role = [0usize; 5];
-    for (address, node) in nodes {
-        let role = match address {
-            Address::Client(_) => Role::Client,
-            Address::Processor(_) => Role::Processor,
-            Address::Storage(_) => Role::Storage,
-            Address::Validator => Role::Validator,
-            Address::Reorder(_) => Role::Reorder,
-        };
-        let hosts: Vec<usize> = (0..threads).filter(|&t| config.placement.threads[t].contains(&role)).collect();
-        let slot = &mut next_of_role[Role::ALL.iter().position(|r| *r == role).expect("known role")];
-        let thread = hosts[*slot % hosts.len()];
-        *slot += 1;
+    let addresses: Vec<Address> = nodes.iter().map(|(address, _)| *address).collect();
+    for ((address, node), thread) in nodes.into_iter().zip(super::threads_of(&addresses, &config.placement)) {
         per_thread[thread].push((address, node));
     }
     let mut directory = Directory::default();
@@ -363,7 +407,9 @@ pub fn run_threaded(
         phase: AtomicU8::new(RUNNING),
         draining: AtomicBool::new(false),
         barrier: Barrier::new(threads),
+        sizes: LiveSizes::default(),
     });
+    shared.sizes.publish(Sizes::initial(config));
     let channels: Vec<Channel> = (0..threads).map(|_| unbounded()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
     let unparkers: Vec<Unparker> = parkers.iter().map(|p| p.unparker().clone()).collect();
@@ -387,7 +433,8 @@ pub fn run_threaded(
             recorder: Recorder::new(measured),
             history: run.record_history.then(Vec::new),
             shared: Arc::clone(&shared),
-            messages_per_flush: config.effective_messages_per_flush(),
+            messages_per_flush: config.initial_messages_per_flush(),
+            sizes_version: 0,
         };
         let handle = std::thread::Builder::new()
             .name(format!("ordo-pipeline-{thread}"))
@@ -396,19 +443,38 @@ pub fn run_threaded(
         handles.push(handle);
     }
 
-    let total = run.warmup + run.duration + run.cooldown;
-    while shared.start.elapsed() < total {
-        std::thread::sleep(Duration::from_millis(200).min(total.saturating_sub(shared.start.elapsed())));
-        on_progress(shared.start.elapsed().as_secs_f64(), counters.finished.load(Ordering::Relaxed));
+    let total_us = (run.warmup + run.duration + run.cooldown).as_micros() as u64;
+    let now_us = || shared.start.elapsed().as_micros() as u64;
+    if let Some(tuner) = &mut tuner {
+        tuner.observe(now_us(), counters.tally());
     }
-    if run.drain {
+    let mut next_progress_us = PROGRESS_US;
+    // A failed validator log stops the run at once.
+    while now_us() < total_us && counters.failure.get().is_none() {
+        let next_window_us = tuner.as_ref().map_or(u64::MAX, WindowTuner::next_window_us);
+        let wake_us = next_progress_us.min(next_window_us).min(total_us);
+        std::thread::sleep(Duration::from_micros(wake_us.saturating_sub(now_us())));
+        let now = now_us();
+        if let Some(tuner) = tuner.as_mut().filter(|tuner| now >= tuner.next_window_us())
+            && tuner.observe(now, counters.tally())
+        {
+            shared.sizes.publish(tuner.sizes());
+        }
+        if now >= next_progress_us {
+            next_progress_us = now + PROGRESS_US;
+            on_progress(now as f64 / 1e6, counters.finished.load(Ordering::Relaxed));
+        }
+    }
+    if run.drain && counters.failure.get().is_none() {
         shared.draining.store(true, Ordering::Release);
         for unparker in &unparkers {
             unparker.unpark();
         }
-        while !counters.idle() {
+        while !counters.idle() && counters.failure.get().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+    if run.drain && counters.failure.get().is_none() {
         shared.phase.store(FLUSH, Ordering::Release);
     } else {
         shared.phase.store(STOP, Ordering::Release);
@@ -417,6 +483,9 @@ pub fn run_threaded(
         unparker.unpark();
     }
     let workers: Vec<Worker> = handles.into_iter().map(|h| h.join().expect("engine thread panicked")).collect();
+    if let Some(reason) = counters.failure.get() {
+        return Err(ConfigError::LogStopped(reason.clone()));
+    }
 
     let mut recorder = Recorder::new(measured);
     let mut history = Vec::new();
@@ -440,5 +509,6 @@ pub fn run_threaded(
             history.append(&mut records);
         }
     }
-    Ok(ThreadedReport { recorder, measured_s: run.duration.as_secs_f64(), history, store, threads })
+    let batch_sizes = tuner.map(|tuner| tuner.samples()).unwrap_or_default();
+    Ok(ThreadedReport { recorder, measured_s: run.duration.as_secs_f64(), history, store, threads, batch_sizes })
 }

@@ -41,15 +41,22 @@
 //! into its table's arena (each thread allocates from its own arena shard) and derive the
 //! entries of index tables; then each table's `(key, record)` pairs are sorted and the B+tree
 //! is built bottom-up with `OrderedIndex::from_sorted`, one thread per table (much faster than
-//! inserting one key at a time: no splits, full leaves). With [`Index::Array`] a table's
-//! record id is its key (an ablation for tables whose keys are dense); any other table makes
-//! the load fail with [`LoadError::NotDense`].
+//! inserting one key at a time: no splits, full leaves). An engine starting on a write-ahead
+//! log loads through [`RowLoader`] instead: recovered rows (index tables' entries included)
+//! with the versions the log recorded, each table's `retired_version_max` raised to the
+//! highest version the log holds (deletes too), so a key re-created later outranks them; a
+//! recovered multi-version record is a head with one version, the recovered row at its
+//! recovered version, stamped 0 like a loaded row. [`Database::scan_rows`] reads
+//! single-version rows without any protocol's lock, for fuzzy checkpoints (multi-version tables
+//! are read through their protocol, at a snapshot). With [`Index::Array`] a table's record id
+//! is its key (an ablation for tables whose keys are dense); any other table makes the load
+//! fail with [`LoadError::NotDense`].
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam::utils::CachePadded;
-use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, TableId, TableSchema};
+use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, Schema, TableId, TableSchema};
 use ordo_workload::TableWorkload;
 
 use super::epoch::Epochs;
@@ -136,6 +143,10 @@ impl Index {
 /// Why a database could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
+    #[error("a recovered row names table {table}, which the workload's schema does not have")]
+    UnknownTable { table: TableId },
+    #[error("a recovered row of table `{table}` has {words} words; the schema says {row_words}")]
+    RowWidth { table: &'static str, words: usize, row_words: usize },
     #[error("--index array needs dense keys, and table `{table}` does not have them")]
     NotDense { table: &'static str },
     #[error("the workload loaded key {key} of table `{table}` twice")]
@@ -275,7 +286,9 @@ impl Database {
         Self::load_with(workload, index, threads, Layout::Versioned, epochs)
     }
 
-    fn load_with(
+    /// Loads `workload` into tables laid out as `layout` ([`Database::load`] or
+    /// [`Database::load_versioned`]).
+    pub fn load_with(
         workload: &dyn TableWorkload,
         index: Index,
         threads: usize,
@@ -289,33 +302,7 @@ impl Database {
         {
             return Err(LoadError::NotDense { table: table.name });
         }
-        let tables: Vec<Table> = schema
-            .tables()
-            .iter()
-            .map(|table| {
-                let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
-                let (records, versions) = match layout {
-                    Layout::SingleVersion { .. } => (Records::new(TABLE_HEADER_WORDS + table.row_words, hint), None),
-                    Layout::Versioned => (
-                        Records::new(versioned::HEAD_WORDS + versioned::VERSION_HEADER_WORDS + table.row_words, hint),
-                        Some(Records::new(versioned::VERSION_HEADER_WORDS + table.row_words, hint)),
-                    ),
-                };
-                if index == Index::Array {
-                    records.alloc_dense(hint);
-                }
-                Table {
-                    name: table.name,
-                    row_words: table.row_words,
-                    is_index: table.index_of.is_some(),
-                    records,
-                    versions,
-                    // Replaced once the rows are in.
-                    index: PrimaryIndex::Dense(DenseIndex::new(0)),
-                    retired_version_max: CachePadded::new(AtomicU64::new(0)),
-                }
-            })
-            .collect();
+        let tables = empty_tables(schema, index, layout);
         let parts = threads.max(1);
         let per_part: Vec<Result<PartEntries, LoadError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..parts)
@@ -337,39 +324,7 @@ impl Database {
             }
         }
         let mut tables = tables;
-        let built: Vec<Result<PrimaryIndex, LoadError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tables
-                .iter()
-                .zip(per_table)
-                .map(|(table, mut entries)| {
-                    let (name, keys) =
-                        (table.name, schema.tables().iter().find(|t| t.name == table.name).and_then(dense));
-                    scope.spawn(move || {
-                        entries.sort_unstable_by_key(|&(key, _)| key);
-                        if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-                            return Err(LoadError::Duplicate { table: name, key: pair[0].0 });
-                        }
-                        match index {
-                            Index::Array => {
-                                let keys = keys.unwrap_or(0);
-                                let loaded = entries.len() as u64;
-                                if loaded != keys {
-                                    return Err(LoadError::Incomplete { table: name, loaded, keys });
-                                }
-                                Ok(PrimaryIndex::Dense(DenseIndex::new(keys)))
-                            }
-                            Index::Tree => OrderedIndex::from_sorted(entries)
-                                .map(PrimaryIndex::Ordered)
-                                .map_err(|_| LoadError::Duplicate { table: name, key: 0 }),
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("an index-building thread panicked")).collect()
-        });
-        for (table, primary) in tables.iter_mut().zip(built) {
-            table.index = primary?;
-        }
+        build_indexes(&mut tables, per_table, schema, index)?;
         Ok(Database { tables, index, layout, epochs })
     }
 
@@ -403,6 +358,12 @@ impl Database {
     /// The global epoch.
     pub fn epochs(&self) -> &Epochs {
         &self.epochs
+    }
+
+    /// From now on the global epoch is `epochs` (the log's, once the logger has started on
+    /// the recovered database).
+    pub fn follow(&mut self, epochs: Epochs) {
+        self.epochs = epochs;
     }
 
     /// The present rows of `table`, read directly (only meaningful when no transaction runs).
@@ -439,6 +400,274 @@ impl Database {
     }
 }
 
+impl Database {
+    /// Reads up to `rows_max` present rows of `table` with keys from `from` upward, handing
+    /// each to `sink(key, version, row)`; returns the key to go on from, or `None` once the
+    /// table is done. For fuzzy checkpoints (through [`super::durable::CheckpointSource`]).
+    ///
+    /// Single-version rows are read without the protocol's lock, while transactions run: the
+    /// version first, then the row words. A row read while a write is being installed may be
+    /// torn, but carries a version no newer than that write's, which is in the log (its epoch
+    /// is at or after the checkpoint's begin epoch, and the checkpoint commits only once the
+    /// log is durable through the epoch its scan ended in); recovery keeps the log's write for
+    /// any version at least as new, so torn rows never survive. Rows whose last write preceded
+    /// the checkpoint are read exactly.
+    ///
+    /// Multi-version rows are read as their newest version, which is exact only while nothing
+    /// commits (a version cut off a chain is reused at once, with no epoch between): while
+    /// transactions run, the MVCC protocol reads them at a snapshot of its own instead.
+    pub fn scan_rows(
+        &self,
+        table_id: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
+        match self.layout {
+            Layout::SingleVersion { .. } => {
+                self.scan_records(table_id, from, rows_max, row, &mut read_single_version, sink)
+            }
+            Layout::Versioned => self.scan_records(table_id, from, rows_max, row, &mut read_newest_version, sink),
+        }
+    }
+
+    /// Visits up to `rows_max` records of `table` with keys from `from` upward, in key order
+    /// and pinned (no record id the index hands out is recycled meanwhile); `read(table, key,
+    /// rid, row)` fills `row` and returns the row's version if it is present, and present rows
+    /// go to `sink(key, version, row)`. Returns the key to go on from, or `None` once the
+    /// table is done.
+    pub fn scan_records(
+        &self,
+        table_id: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        read: &mut RecordReader<'_>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
+        let table = self.table(table_id);
+        row.resize(table.row_words, 0);
+        let _guard = ordo_storage::epoch::pin();
+        let mut visited = 0;
+        let mut next = None;
+        table.index.scan(
+            from,
+            u64::MAX,
+            Direction::Ascending,
+            &mut |key, rid| {
+                if visited == rows_max {
+                    next = Some(key);
+                    return false;
+                }
+                visited += 1;
+                if let Some(version) = read(table, key, rid, row) {
+                    sink(key, version, row);
+                }
+                true
+            },
+            &mut |_| {},
+        );
+        next
+    }
+}
+
+/// How [`Database::scan_records`] reads one record: `(table, key, rid, row)` fills `row` and
+/// returns the row's version if the row is present.
+pub type RecordReader<'a> = dyn FnMut(&Table, u64, u64, &mut [u64]) -> Option<u64> + 'a;
+
+/// A single-version record's row and version, read without its lock (see
+/// [`Database::scan_rows`]); `None` if absent or no longer `key`'s.
+fn read_single_version(table: &Table, key: u64, rid: u64, row: &mut [u64]) -> Option<u64> {
+    let words = table.record(rid);
+    let seq = words[SEQ_WORD].load(Ordering::Acquire);
+    if seq & ABSENT != 0 || words[KEY_WORD].load(Ordering::Relaxed) != key {
+        return None;
+    }
+    for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
+        *out = word.load(Ordering::Relaxed);
+    }
+    Some(seq & VERSION_MASK)
+}
+
+/// A multi-version record's newest row and version (exact only while nothing commits, see
+/// [`Database::scan_rows`]); `None` if absent or no longer `key`'s.
+fn read_newest_version(table: &Table, key: u64, rid: u64, row: &mut [u64]) -> Option<u64> {
+    let head = table.record(rid);
+    let newest = head[versioned::NEWEST].load(Ordering::Acquire);
+    if newest == versioned::NO_VERSION || head[KEY_WORD].load(Ordering::Relaxed) != key {
+        return None;
+    }
+    let version = table.version(newest);
+    let seq = version[versioned::SEQ].load(Ordering::Acquire);
+    if seq & ABSENT != 0 {
+        return None;
+    }
+    for (out, word) in row.iter_mut().zip(&version[versioned::VERSION_HEADER_WORDS..]) {
+        *out = word.load(Ordering::Relaxed);
+    }
+    Some(seq & VERSION_MASK)
+}
+
+/// Builds every table's primary index from its `(key, record id)` pairs, one thread per table.
+fn build_indexes(
+    tables: &mut [Table],
+    per_table: Vec<Vec<(u64, u64)>>,
+    schema: &Schema,
+    index: Index,
+) -> Result<(), LoadError> {
+    let dense = |table: &TableSchema| table.dense_keys.filter(|_| table.index_of.is_none());
+    let built: Vec<Result<PrimaryIndex, LoadError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = tables
+            .iter()
+            .zip(per_table)
+            .map(|(table, mut entries)| {
+                let (name, keys) = (table.name, schema.tables().iter().find(|t| t.name == table.name).and_then(dense));
+                scope.spawn(move || {
+                    entries.sort_unstable_by_key(|&(key, _)| key);
+                    if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                        return Err(LoadError::Duplicate { table: name, key: pair[0].0 });
+                    }
+                    match index {
+                        Index::Array => {
+                            let keys = keys.unwrap_or(0);
+                            let loaded = entries.len() as u64;
+                            if loaded != keys {
+                                return Err(LoadError::Incomplete { table: name, loaded, keys });
+                            }
+                            Ok(PrimaryIndex::Dense(DenseIndex::new(keys)))
+                        }
+                        Index::Tree => OrderedIndex::from_sorted(entries)
+                            .map(PrimaryIndex::Ordered)
+                            .map_err(|_| LoadError::Duplicate { table: name, key: 0 }),
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("an index-building thread panicked")).collect()
+    });
+    for (table, primary) in tables.iter_mut().zip(built) {
+        table.index = primary?;
+    }
+    Ok(())
+}
+
+/// Empty tables for `schema` (index tables included) laid out as `layout`, arenas sized by
+/// the schema's hints.
+fn empty_tables(schema: &Schema, index: Index, layout: Layout) -> Vec<Table> {
+    schema
+        .tables()
+        .iter()
+        .map(|table| {
+            let hint = table.dense_keys.unwrap_or(table.rows_hint).max(1);
+            let (records, versions) = match layout {
+                Layout::SingleVersion { .. } => (Records::new(TABLE_HEADER_WORDS + table.row_words, hint), None),
+                Layout::Versioned => (
+                    Records::new(versioned::HEAD_WORDS + versioned::VERSION_HEADER_WORDS + table.row_words, hint),
+                    Some(Records::new(versioned::VERSION_HEADER_WORDS + table.row_words, hint)),
+                ),
+            };
+            if index == Index::Array {
+                records.alloc_dense(hint);
+            }
+            Table {
+                name: table.name,
+                row_words: table.row_words,
+                is_index: table.index_of.is_some(),
+                records,
+                versions,
+                // Replaced once the rows are in.
+                index: PrimaryIndex::Dense(DenseIndex::new(0)),
+                retired_version_max: CachePadded::new(AtomicU64::new(0)),
+            }
+        })
+        .collect()
+}
+
+/// Loads a database from rows given one at a time, each with its version: the path an engine
+/// takes when it starts on a write-ahead log and recovers (instead of loading the workload's
+/// initial rows). Rows of index tables are given like any other (the log recorded them).
+#[derive(Debug)]
+pub struct RowLoader<'a> {
+    schema: &'a Schema,
+    index: Index,
+    layout: Layout,
+    /// The meta word of a single-version record at a version.
+    meta_of: fn(u64) -> u64,
+    tables: Vec<Table>,
+    entries: Vec<Vec<(u64, u64)>>,
+}
+
+impl<'a> RowLoader<'a> {
+    /// An empty database for `schema` laid out as `layout`. A single-version record at
+    /// version `v` starts with meta word `meta_of(v)` (the protocol's `recovered_meta`); a
+    /// multi-version record is a head with one version, `v`, stamped 0 (older than every
+    /// snapshot), as loaded rows are.
+    pub fn new(schema: &'a Schema, index: Index, layout: Layout, meta_of: fn(u64) -> u64) -> Result<Self, LoadError> {
+        if index == Index::Array
+            && let Some(table) = schema.tables().iter().find(|t| t.dense_keys.is_none() || t.index_of.is_some())
+        {
+            return Err(LoadError::NotDense { table: table.name });
+        }
+        let tables = empty_tables(schema, index, layout);
+        let entries = vec![Vec::new(); tables.len()];
+        Ok(RowLoader { schema, index, layout, meta_of, tables, entries })
+    }
+
+    /// Adds the present row `key` of `table` at `version`.
+    pub fn row(&mut self, table_id: TableId, key: u64, version: u64, row: &[u64]) -> Result<(), LoadError> {
+        let table = self.tables.get(table_id as usize).ok_or(LoadError::UnknownTable { table: table_id })?;
+        if row.len() != table.row_words {
+            return Err(LoadError::RowWidth { table: table.name, words: row.len(), row_words: table.row_words });
+        }
+        let rid = match self.index {
+            Index::Tree => table.records.alloc(),
+            Index::Array => {
+                let keys = self.schema.table(table_id).dense_keys.unwrap_or(0);
+                if key >= keys {
+                    return Err(LoadError::OutOfRange { table: table.name, key, keys });
+                }
+                key
+            }
+        };
+        let version = version & VERSION_MASK;
+        let layout = match self.layout {
+            Layout::SingleVersion { .. } => Layout::SingleVersion { initial_meta: (self.meta_of)(version) },
+            Layout::Versioned => Layout::Versioned,
+        };
+        write_loaded(table, rid, layout, key, version, row);
+        self.entries[table_id as usize].push((key, rid));
+        Ok(())
+    }
+
+    /// Builds the indexes. `versions_max` is, per table, the highest version the log holds
+    /// (deletes included): keys created from now on start above it, so a delete still in the
+    /// log never outranks a later insert of the same key.
+    pub fn finish(mut self, versions_max: &BTreeMap<u16, u64>, epochs: Epochs) -> Result<Database, LoadError> {
+        build_indexes(&mut self.tables, std::mem::take(&mut self.entries), self.schema, self.index)?;
+        for (&table, &version) in versions_max {
+            if let Some(table) = self.tables.get(table as usize) {
+                table.raise_retired_version(version);
+            }
+        }
+        Ok(Database { tables: self.tables, index: self.index, layout: self.layout, epochs })
+    }
+}
+
+/// Writes the present row `key` at `version` into the fresh record `rid` of `table`, laid out
+/// as `layout`: a single-version record with the layout's meta word, or a head whose only
+/// version (in its inline slot, commit stamp 0) holds the row.
+fn write_loaded(table: &Table, rid: u64, layout: Layout, key: u64, version: u64, row: &[u64]) {
+    match layout {
+        Layout::SingleVersion { initial_meta } => write_record(table.record(rid), initial_meta, key, version, row),
+        Layout::Versioned => {
+            let inline = versioned::INLINE | rid;
+            write_version(table.version(inline), 0, version, versioned::NO_VERSION, Some(row));
+            write_head(table.record(rid), key, version, inline, 1 | versioned::INLINE_BUSY);
+        }
+    }
+}
+
 /// Loads part `part` of `parts`: writes the rows into the arenas and returns each table's
 /// `(key, record id)` pairs (index tables' entries derived from their base rows).
 fn load_part(
@@ -464,14 +693,7 @@ fn load_part(
                 key
             }
         };
-        match layout {
-            Layout::SingleVersion { initial_meta } => write_record(table.record(rid), initial_meta, key, 0, row),
-            Layout::Versioned => {
-                let version = versioned::INLINE | rid;
-                write_version(table.version(version), 0, 0, versioned::NO_VERSION, Some(row));
-                write_head(table.record(rid), key, 0, version, 1 | versioned::INLINE_BUSY);
-            }
-        }
+        write_loaded(table, rid, layout, key, 0, row);
         entries[table_id as usize].push((key, rid));
         Ok(())
     };

@@ -37,6 +37,25 @@
 //! * [`simulate`]: the seeded interleaving simulator, which runs any [`TableProtocol`] with
 //!   workers that take turns at the protocol's yield points and checks the run with the
 //!   history checker, a serial replay and the workload's invariants.
+//! * [`durable`]: the write-ahead log (issue 17, `ordo-log`): a log directory is opened,
+//!   recovered into the database (or given its first checkpoint), fuzzy checkpoints are taken
+//!   while transactions run, and the engine's epoch is the log's group-commit epoch.
+//!
+//! ## Durability
+//! ```text
+//!   attempt:  trace.enter_epoch()  (the worker holds the log's current epoch open)
+//!   commit:   installed(t, effect, k, v, row)* -> committed(ts)   (redo record built, sealed)
+//!   driver:   trace.log_commit(epoch the commit returned) -> WorkerLog (one copy, one lock)
+//!             queue (epoch, start, history entry); acknowledge the front once the log's
+//!             durable epoch reaches it (sync) or at once (async): count, latency, history
+//!   logger:   closes an epoch once every worker left it, writes, fsyncs, publishes durable
+//! ```
+//! Protocols need nothing for this beyond the row image they pass to `installed` and the
+//! serialization epoch their commit returns (read after locking, before installing: every
+//! wr or ww successor reads a later or equal epoch, so a whole number of epochs is a closed
+//! prefix of the commit order). A worker whose queue of unacknowledged commits is full waits,
+//! idle in the log. After a failed write or fsync the run stops acknowledging at once and
+//! ends with [`driver::TablesError::LogStopped`]; it never retries.
 //!
 //! ## Histories
 //! With `record_history`, every committed transaction is kept by its worker's [`Trace`] as an
@@ -50,6 +69,7 @@
 
 pub mod database;
 pub mod driver;
+pub mod durable;
 pub mod epoch;
 pub mod mvcc;
 pub mod protocol;

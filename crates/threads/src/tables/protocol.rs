@@ -19,14 +19,19 @@
 //! in the database (placeholders it put into an index stay absent and are reclaimed).
 //!
 //! Every protocol records what its committed transactions observed and installed through the
-//! worker's [`Trace`](super::trace::Trace), in the history format with tables, so the checker
-//! can verify each protocol's isolation claim, phantoms included.
+//! worker's [`Trace`], in the history format with tables, so the checker can verify each
+//! protocol's isolation claim, phantoms included. The same calls build the redo record a
+//! write-ahead log needs: `installed` carries each written row's image, and the `epoch` a
+//! commit returns is the one the record is tagged with, so durability needs nothing more from
+//! a protocol.
 
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_workload::Tx;
 
-use super::database::Database;
+use super::database::{Database, Layout};
+use super::durable::CheckpointSource;
+use super::trace::Trace;
 use crate::config::ProtocolKind;
 
 /// What a successful commit tells the driver.
@@ -60,11 +65,39 @@ pub trait TableProtocol: Send + Sync {
     /// Whether transactions may run concurrently (`false`: one worker, no concurrency control).
     const CONCURRENT: bool = true;
 
+    /// The meta word of a record loaded from the workload before the run (version 0); for a
+    /// multi-version layout, the head's (0: unlocked).
+    const INITIAL_META: u64;
+
+    /// How the protocol lays out its records: one version per record (the default) or heads
+    /// with version chains.
+    const LAYOUT: Layout = Layout::SingleVersion { initial_meta: Self::INITIAL_META };
+
+    /// The meta word of a record recovered from the log at `version` (a protocol whose
+    /// timestamps are its versions, as TicToc's, starts the record's timestamps there).
+    fn recovered_meta(_version: u64) -> u64 {
+        Self::INITIAL_META
+    }
+
+    /// The protocol `kind` (for a family such as 2PL's variants) over `database`, whose
+    /// records were loaded or recovered as [`Self::LAYOUT`] lays them out (with
+    /// [`Self::INITIAL_META`], or [`Self::recovered_meta`]).
+    fn over(database: Database, kind: ProtocolKind) -> Self
+    where
+        Self: Sized;
+
     /// Which protocol this is.
     fn kind(&self) -> ProtocolKind;
 
     /// The tables.
     fn database(&self) -> &Database;
+
+    /// What a fuzzy checkpoint reads while transactions run: the database itself, unless the
+    /// protocol must guard such reads (multi-version tables reuse trimmed versions at once, so
+    /// MVCC reads at a snapshot it publishes).
+    fn checkpoint_source(&self) -> &dyn CheckpointSource {
+        self.database()
+    }
 
     /// State for one worker.
     fn worker(&self, options: WorkerOptions) -> Self::Worker;
@@ -81,8 +114,14 @@ pub trait TableProtocol: Send + Sync {
     /// the abort one of its operations reported, or [`AbortCause::Conflict`]).
     fn abort(attempt: Self::Attempt<'_>) -> AbortCause;
 
+    /// The worker's trace: its history and, with a write-ahead log, its redo records (the
+    /// driver attaches the log and appends each committed record with its epoch).
+    fn trace(worker: &mut Self::Worker) -> &mut Trace;
+
     /// The worker's recorded history (the caller drains it).
-    fn history(worker: &mut Self::Worker) -> &mut Vec<HistoryEntry>;
+    fn history(worker: &mut Self::Worker) -> &mut Vec<HistoryEntry> {
+        Self::trace(worker).entries()
+    }
 
     /// Called once a run's workers have stopped: reclaim whatever the worker still holds for
     /// reclamation (tombstones, aborted placeholders), so the database is compact for dumps

@@ -23,7 +23,6 @@
 use std::sync::atomic::Ordering;
 
 use ordo_harness::AbortCause;
-use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
 use ordo_storage::{Direction, InsertError, TableId};
 use ordo_workload::{Aborted, TableWorkload, Tx};
@@ -109,6 +108,12 @@ impl SerialTables {
 impl TableProtocol for SerialTables {
     type Worker = SerialWorker;
     type Attempt<'a> = SerialTx<'a>;
+
+    const INITIAL_META: u64 = 0;
+
+    fn over(db: Database, _kind: ProtocolKind) -> Self {
+        SerialTables { db }
+    }
     const CONCURRENT: bool = false;
 
     fn kind(&self) -> ProtocolKind {
@@ -147,8 +152,8 @@ impl TableProtocol for SerialTables {
         AbortCause::Conflict
     }
 
-    fn history(worker: &mut SerialWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut SerialWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut SerialWorker) {
@@ -195,7 +200,8 @@ impl SerialTx<'_> {
             if !write.kind.present_after() {
                 worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         worker.trace.committed(None);
         worker.reclaimer.settle_created(db, epoch);

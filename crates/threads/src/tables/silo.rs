@@ -242,7 +242,7 @@ impl SiloTables {
         epochs: Epochs,
     ) -> Result<Self, LoadError> {
         let db = Database::load(workload, index, load_threads, INITIAL_META, epochs)?;
-        Ok(SiloTables { db, faults: SiloFaults::default() })
+        Ok(<Self as TableProtocol>::over(db, ProtocolKind::Silo))
     }
 
     /// The same protocol with `faults` injected (tests only: see [`SiloFaults`]).
@@ -320,6 +320,12 @@ impl TableProtocol for SiloTables {
     type Worker = SiloWorker;
     type Attempt<'a> = SiloTx<'a>;
 
+    const INITIAL_META: u64 = INITIAL_META;
+
+    fn over(db: Database, _kind: ProtocolKind) -> Self {
+        SiloTables { db, faults: SiloFaults::default() }
+    }
+
     fn kind(&self) -> ProtocolKind {
         ProtocolKind::Silo
     }
@@ -345,8 +351,8 @@ impl TableProtocol for SiloTables {
         AbortCause::Conflict
     }
 
-    fn history(worker: &mut SiloWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut SiloWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut SiloWorker) {
@@ -460,7 +466,8 @@ impl SiloTx<'_> {
                 worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
             words[META_WORD].store(tid | LATEST, Ordering::Release);
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
             interleave::point();
         }
         worker.locked = 0;

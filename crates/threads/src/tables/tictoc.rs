@@ -261,7 +261,8 @@ impl TicTocTables {
         load_threads: usize,
         epochs: Epochs,
     ) -> Result<Self, LoadError> {
-        Ok(TicTocTables { db: Database::load(workload, index, load_threads, pack(0, 0), epochs)? })
+        debug_assert_eq!(pack(0, 0), Self::INITIAL_META);
+        Ok(TicTocTables { db: Database::load(workload, index, load_threads, Self::INITIAL_META, epochs)? })
     }
 
     /// Reclaims every candidate of `worker` whatever its epoch (for tests and shutdown).
@@ -300,6 +301,20 @@ impl TicTocTables {
 impl TableProtocol for TicTocTables {
     type Worker = TicTocWorker;
     type Attempt<'a> = TicTocTx<'a>;
+
+    // `pack(0, 0)`: wts = rts = 0, unlocked.
+    const INITIAL_META: u64 = 0;
+
+    fn over(db: Database, _kind: ProtocolKind) -> Self {
+        TicTocTables { db }
+    }
+
+    /// Valid from the recovered version's commit timestamp on: later writes commit above it,
+    /// so versions keep growing across a restart.
+    fn recovered_meta(version: u64) -> u64 {
+        let ts = stamp_ts(version);
+        pack(ts, ts)
+    }
 
     fn kind(&self) -> ProtocolKind {
         ProtocolKind::TicToc
@@ -348,8 +363,8 @@ impl TableProtocol for TicTocTables {
         AbortCause::Conflict
     }
 
-    fn history(worker: &mut TicTocWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut TicTocWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut TicTocWorker) {
@@ -499,7 +514,8 @@ impl TicTocTx<'_> {
                 worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
             words[META_WORD].store(pack(ts, ts), Ordering::Release);
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         worker.locked = 0;
         worker.last_ts = ts;

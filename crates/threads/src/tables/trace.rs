@@ -2,6 +2,15 @@
 //! its history entry (for `ordo-history`'s checker) and, with a write-ahead log, its redo
 //! record.
 //!
+//! The redo record: with a log attached ([`Trace::log_to`]), every `installed` write is
+//! encoded at once, row image included, into a buffer the trace reuses (no allocation per
+//! write); `committed` seals it, and [`Trace::log_commit`], called by the driver with the
+//! epoch the protocol's commit returned (its serialization epoch), appends it to the worker's
+//! `WorkerLog` in one copy. Before every attempt the driver calls [`Trace::enter_epoch`], so the
+//! epoch the protocol reads at its serialization point can never have closed already. A
+//! read-only transaction logs nothing but still asks for its epoch to be made durable: it may
+//! have read writes that are not durable yet, so it is acknowledged only with them.
+//!
 //! A protocol reports what an attempt observed as it goes (point reads, absences, scans) and
 //! what it installed at commit; [`Trace`] turns that into one [`HistoryEntry`] in the format
 //! with tables (`crates/history`), or forgets it when the attempt aborts. Every call is a
@@ -26,6 +35,7 @@
 //!   for them, filled in at commit (an own update or delete is what the scan saw of that key).
 
 use ordo_history::{Access, HistoryEntry, Scan};
+use ordo_log::{WorkerLog, WriteKind, format};
 use ordo_storage::TableId;
 
 /// The effect of an installed write.
@@ -46,6 +56,20 @@ pub struct Trace {
     scan_rows: Vec<(u64, u64)>,
     /// Committed entries, oldest first.
     entries: Vec<HistoryEntry>,
+    /// With a write-ahead log: the redo record being built.
+    redo: Option<Box<Redo>>,
+}
+
+/// The redo record of the attempt being committed, and the log it goes to.
+#[derive(Debug)]
+struct Redo {
+    log: WorkerLog,
+    /// The installed writes, encoded by `ordo_log::format::encode_write`.
+    writes: Vec<u8>,
+    count: u32,
+    commit_ts: Option<u64>,
+    /// Set by `committed`: the record is complete and waits for its epoch.
+    sealed: bool,
 }
 
 impl Trace {
@@ -61,6 +85,27 @@ impl Trace {
             scan_table: 0,
             scan_rows: Vec::new(),
             entries: Vec::new(),
+            redo: None,
+        }
+    }
+
+    /// Logs this worker's committed writes to `log` from now on.
+    pub fn log_to(&mut self, log: WorkerLog) {
+        self.redo = Some(Box::new(Redo { log, writes: Vec::new(), count: 0, commit_ts: None, sealed: false }));
+    }
+
+    /// The worker's log, if it has one.
+    pub fn log(&self) -> Option<&WorkerLog> {
+        self.redo.as_ref().map(|redo| &redo.log)
+    }
+
+    /// Before an attempt: enters the log's current epoch, so the epoch the attempt reads at
+    /// its serialization point stays open until its record is appended.
+    #[inline]
+    pub fn enter_epoch(&mut self) {
+        if let Some(redo) = &mut self.redo {
+            assert!(!redo.sealed, "a committed transaction's redo record was never logged");
+            redo.log.enter_epoch();
         }
     }
 
@@ -132,9 +177,19 @@ impl Trace {
         }
     }
 
-    /// At commit: the attempt installed `version` of `key` in `table`.
+    /// At commit: the attempt installed `version` of `key` in `table`, whose row is now `row`
+    /// (ignored for a delete).
     #[inline]
-    pub fn installed(&mut self, table: TableId, effect: WriteEffect, key: u64, version: u64) {
+    pub fn installed(&mut self, table: TableId, effect: WriteEffect, key: u64, version: u64, row: &[u64]) {
+        if let Some(redo) = &mut self.redo {
+            assert!(!redo.sealed, "a committed transaction's redo record was never logged");
+            let (kind, row) = match effect {
+                WriteEffect::Update | WriteEffect::Insert => (WriteKind::Put, row),
+                WriteEffect::Delete => (WriteKind::Delete, &[][..]),
+            };
+            format::encode_write(&mut redo.writes, table, kind, key, version, row);
+            redo.count += 1;
+        }
         if self.enabled {
             let access = Access::in_table(table, key, version);
             match effect {
@@ -146,8 +201,13 @@ impl Trace {
     }
 
     /// The attempt committed, with commit timestamp `ts` if the protocol's timestamps order
-    /// its transactions serially.
+    /// its transactions serially. With a log, the redo record is complete and waits for
+    /// [`Trace::log_commit`].
     pub fn committed(&mut self, ts: Option<u64>) {
+        if let Some(redo) = &mut self.redo {
+            redo.commit_ts = ts;
+            redo.sealed = true;
+        }
         if !self.enabled {
             return;
         }
@@ -167,9 +227,32 @@ impl Trace {
         self.entries.push(entry);
     }
 
-    /// Forgets the current attempt.
+    /// After a commit that returned `epoch` (the epoch read at its serialization point):
+    /// appends the sealed redo record to the worker's log, tagged with `epoch`; a transaction
+    /// that wrote nothing only asks for `epoch` to become durable. Nothing without a log.
+    pub fn log_commit(&mut self, epoch: u64) {
+        let Some(redo) = &mut self.redo else { return };
+        assert!(redo.sealed, "log_commit without a committed transaction");
+        if redo.count == 0 {
+            redo.log.want_durable(epoch);
+        } else {
+            redo.log.append_parts(epoch, redo.commit_ts, redo.count, &redo.writes);
+        }
+        redo.writes.clear();
+        redo.count = 0;
+        redo.sealed = false;
+    }
+
+    /// Forgets the current attempt (a committed transaction's sealed redo record stays until
+    /// it is logged).
     #[inline]
     pub fn clear(&mut self) {
+        if let Some(redo) = &mut self.redo
+            && !redo.sealed
+        {
+            redo.writes.clear();
+            redo.count = 0;
+        }
         if self.enabled {
             let entry = &mut self.entry;
             entry.reads.clear();
@@ -200,8 +283,8 @@ mod tests {
         trace.scan_row(10, 1);
         trace.scan_own(11);
         trace.scan_end(10, 20);
-        trace.installed(3, WriteEffect::Insert, 11, 9);
-        trace.installed(2, WriteEffect::Update, 5, 4);
+        trace.installed(3, WriteEffect::Insert, 11, 9, &[1]);
+        trace.installed(2, WriteEffect::Update, 5, 4, &[2]);
         trace.committed(Some(42));
         trace.read(0, 1, 1);
         trace.clear();
@@ -230,5 +313,43 @@ mod tests {
         trace.scan_end(0, 9);
         trace.committed(None);
         assert!(trace.entries().is_empty());
+    }
+
+    #[test]
+    fn a_committed_transaction_is_logged_with_the_epoch_its_commit_returned() {
+        use ordo_log::{Durability, FaultyDir, LogConfig, Logger, recover};
+        let dir = FaultyDir::new(1);
+        let config = LogConfig { durability: Durability::Sync, epoch_ms: 1, ..LogConfig::default() };
+        let (logger, mut logs) = Logger::start_manual(dir.clone(), &config, 1, 0, 0).unwrap();
+        let mut trace = Trace::new(0, 1, false);
+        trace.log_to(logs.pop().unwrap());
+        // An aborted attempt leaves nothing.
+        trace.enter_epoch();
+        trace.installed(0, WriteEffect::Update, 1, 1, &[10]);
+        trace.clear();
+        // A committed one: the protocol clears its attempt after `committed`, before the driver
+        // logs it; the record survives that.
+        trace.enter_epoch();
+        logger.step(1).unwrap();
+        trace.installed(0, WriteEffect::Update, 1, 1, &[11]);
+        trace.installed(2, WriteEffect::Insert, 5, 3, &[12, 13]);
+        trace.installed(2, WriteEffect::Delete, 6, 4, &[99]);
+        trace.committed(None);
+        trace.clear();
+        trace.log_commit(2);
+        // A read-only one asks for its epoch.
+        trace.enter_epoch();
+        trace.committed(None);
+        trace.log_commit(3);
+        trace.log().unwrap().idle();
+        for now in 2..6 {
+            logger.step(now).unwrap();
+        }
+        assert!(logger.durable_epoch() >= 3, "durable {}", logger.durable_epoch());
+        let mut rows = Vec::new();
+        let recovered = recover(&dir, |row| rows.push((row.table, row.key, row.version, row.row.to_vec()))).unwrap();
+        assert_eq!(rows, vec![(0, 1, 1, vec![11]), (2, 5, 3, vec![12, 13])]);
+        assert_eq!(recovered.stats.transactions, 1);
+        assert_eq!(recovered.versions_max.get(&2), Some(&4), "the delete's version counts");
     }
 }

@@ -186,13 +186,7 @@ impl TwoPhaseTables {
     ) -> Result<Self, LoadError> {
         assert!(matches!(protocol, ProtocolKind::NoWait | ProtocolKind::WaitDie), "{protocol} is not 2PL");
         let db = Database::load(workload, index, load_threads, FREE, epochs)?;
-        let ends = db.tables().iter().map(|_| CachePadded::new(AtomicU64::new(FREE))).collect();
-        Ok(TwoPhaseTables {
-            db,
-            wait_die: protocol == ProtocolKind::WaitDie,
-            clock: CachePadded::new(AtomicU64::new(1)),
-            ends,
-        })
+        Ok(<Self as TableProtocol>::over(db, protocol))
     }
 
     #[inline]
@@ -313,6 +307,14 @@ impl TableProtocol for TwoPhaseTables {
     type Worker = TwoPhaseWorker;
     type Attempt<'a> = TwoPhaseTx<'a>;
 
+    const INITIAL_META: u64 = FREE;
+
+    fn over(db: Database, kind: ProtocolKind) -> Self {
+        assert!(matches!(kind, ProtocolKind::NoWait | ProtocolKind::WaitDie), "{kind} is not 2PL");
+        let ends = db.tables().iter().map(|_| CachePadded::new(AtomicU64::new(FREE))).collect();
+        TwoPhaseTables { db, wait_die: kind == ProtocolKind::WaitDie, clock: CachePadded::new(AtomicU64::new(1)), ends }
+    }
+
     fn kind(&self) -> ProtocolKind {
         if self.wait_die { ProtocolKind::WaitDie } else { ProtocolKind::NoWait }
     }
@@ -358,8 +360,8 @@ impl TableProtocol for TwoPhaseTables {
         cause
     }
 
-    fn history(worker: &mut TwoPhaseWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut TwoPhaseWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut TwoPhaseWorker) {
@@ -417,7 +419,8 @@ impl TwoPhaseTx<'_> {
             if !write.kind.present_after() {
                 worker.reclaimer.left_absent(write.table, write.key, write.rid, seq, epoch);
             }
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            let row = &worker.writes.rows[write.row_at..write.row_at + table.row_words];
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         interleave::point();
         self.two_phase.release_all(worker);

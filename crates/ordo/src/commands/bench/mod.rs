@@ -21,6 +21,7 @@
 //! [`pipeline::PipelineBench`] (or threads, pg) in code and get typed results back.
 
 pub mod compat;
+pub mod durability;
 pub mod pg;
 pub mod pipeline;
 pub mod threads;

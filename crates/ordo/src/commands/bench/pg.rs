@@ -11,9 +11,9 @@ use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use ordo_harness::{Description, RunResult};
 use ordo_pgtier::run::{
-    BATCH_SIZE_DEFAULT, BATCH_SIZE_MAX, BATCH_WAIT_US_DEFAULT, BATCH_WAIT_US_MAX, CONNECTIONS_MAX,
-    DEADLOCK_TIMEOUT_MS_DEFAULT, DEADLOCK_TIMEOUT_MS_MAX, GROUP_MAX_DEFAULT, GROUP_MAX_LIMIT, PIPELINE_DEPTH_MAX,
-    RECONNECT_TIMEOUT_MS_DEFAULT, RECONNECT_TIMEOUT_MS_MAX,
+    BATCH_SIZE_MAX, BATCH_WAIT_US_DEFAULT, BATCH_WAIT_US_MAX, CONNECTIONS_MAX, DEADLOCK_TIMEOUT_MS_DEFAULT,
+    DEADLOCK_TIMEOUT_MS_MAX, GROUP_MAX_LIMIT, PIPELINE_DEPTH_MAX, RECONNECT_TIMEOUT_MS_DEFAULT,
+    RECONNECT_TIMEOUT_MS_MAX,
 };
 use ordo_pgtier::{
     Cluster, Dispatch, GroupForm, GroupRetry, Isolation, Mode, Placement, Procedures, RunSpec, SessionConfig,
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::pipeline::to_map;
-use super::values::{BatchSize, Bound, ServerOrMs, not_empty, on_off, within};
+use super::values::{BatchSize, BatchSizeArg, Bound, ServerOrMs, not_empty, on_off, within};
 use super::workloads::{BindingArg, WorkloadKnobs, WorkloadName, knobs_of};
 use super::{CommonArgs, Described, Flags, Label, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
@@ -57,8 +57,9 @@ pub struct PgArgs {
     /// Isolation level of every transaction.
     #[arg(long, value_enum, default_value = "serializable")]
     pub isolation: Isolation,
-    /// Transactions per middle-tier batch (batch, reorder), 1..=100000; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_values_t = [BatchSize::of(BATCH_SIZE_DEFAULT as u32)])]
+    /// Transactions per middle-tier batch (batch, reorder): auto (chosen while the tier runs,
+    /// starting at 50) or a number, 1..=100000; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_batch: Vec<BatchSize>,
     /// Requests in flight per connection in batch and reorder modes, 1..=1024 (1: no
     /// pipelining); a list sweeps.
@@ -98,9 +99,10 @@ pub struct PgArgs {
     /// the two as measured); a list sweeps.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
     pub pg_placement: Vec<PlacementChoice>,
-    /// batch and reorder: transactions per server transaction, 1..=1000 (1: off, each its own;
-    /// nobatch refuses more than 1); a list sweeps. Default: 16 where grouping applies, else 1.
-    #[arg(long, value_delimiter = ',')]
+    /// batch and reorder: transactions per server transaction: auto (chosen while the tier
+    /// runs, starting at 16; always 1 for nobatch and statements) or a number, 1..=1000 (1: off,
+    /// each its own; nobatch refuses more than 1); a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_group: Vec<BatchSize>,
     /// How a group is sent: function (one call of sb_group with arrays) or pipelined (BEGIN,
     /// one call per transaction, COMMIT); a list sweeps.
@@ -162,7 +164,8 @@ impl Described for PgRun {
 pub struct PgKnobs {
     pub mode: Mode,
     pub connections: usize,
-    pub batch_size: usize,
+    /// `auto` or the fixed size.
+    pub batch_size: BatchSize,
     pub pipeline_depth: usize,
     pub procedures: Procedures,
     pub isolation: Isolation,
@@ -179,8 +182,9 @@ pub struct PgKnobs {
     pub affinity_backlog_max: Option<Bound>,
     /// Reorder mode only.
     pub placement: Option<Placement>,
-    pub group: usize,
-    /// Groups of more than one only.
+    /// `auto` or the fixed size (1 where nothing can be grouped).
+    pub group: BatchSize,
+    /// Groups that may hold more than one only.
     pub group_form: Option<GroupForm>,
     pub group_retry: Option<GroupRetry>,
     /// The server's address, password redacted.
@@ -192,7 +196,7 @@ pub struct PgKnobs {
 #[derive(Serialize, Deserialize)]
 struct PgWire {
     connections: usize,
-    batch_size: usize,
+    batch_size: BatchSize,
     pipeline_depth: usize,
     procedures: String,
     isolation: String,
@@ -210,7 +214,7 @@ struct PgWire {
     affinity_backlog_max: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     placement: Option<String>,
-    group: usize,
+    group: BatchSize,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     group_form: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -354,20 +358,20 @@ impl PgBench {
         within("--connections", p.connections.iter().copied(), 1, CONNECTIONS_MAX)?;
         within("--pg-port", [p.pg_port], 1, u16::MAX)?;
         for &batch in &p.pg_batch {
-            batch.fixed("--pg-batch", BATCH_SIZE_MAX)?;
+            batch.within("--pg-batch", BATCH_SIZE_MAX)?;
         }
         within("--pipeline-depth", p.pipeline_depth.iter().copied(), 1, PIPELINE_DEPTH_MAX)?;
         within("--pg-batch-wait-us", [p.pg_batch_wait_us], 0, BATCH_WAIT_US_MAX)?;
         within("--pg-clients", p.pg_clients.iter().copied(), 1, BATCH_SIZE_MAX)?;
         within("--pg-affinity-backlog", p.pg_affinity_backlog.iter().filter_map(|b| b.limit()), 1, BATCH_SIZE_MAX)?;
         for &group in &p.pg_group {
-            group.fixed("--pg-group", GROUP_MAX_LIMIT)?;
+            group.within("--pg-group", GROUP_MAX_LIMIT)?;
         }
         if let Some(ms) = p.pg_deadlock_timeout_ms.ms() {
             within("--pg-deadlock-timeout-ms", [ms], 1, DEADLOCK_TIMEOUT_MS_MAX)?;
         }
         within("--reconnect-timeout-ms", [p.reconnect_timeout_ms], 0, RECONNECT_TIMEOUT_MS_MAX)?;
-        if p.mode.contains(&Mode::NoBatch) && p.pg_group.iter().any(|&g| g != BatchSize::of(1)) {
+        if p.mode.contains(&Mode::NoBatch) && p.pg_group.iter().any(|g| g.get().is_some_and(|g| g > 1)) {
             bail!(
                 "--pg-group groups transactions into one server transaction in batch and reorder modes; nobatch \
                  runs one transaction at a time by definition (drop nobatch from --mode, or --pg-group)"
@@ -438,37 +442,32 @@ impl PgBench {
             batch_wait_us_max: p.pg_batch_wait_us,
             ..TierConfig::new(session)
         };
-        let batches: Vec<usize> =
-            p.pg_batch.iter().map(|b| b.fixed("--pg-batch", BATCH_SIZE_MAX)).collect::<Result<_>>()?;
         // `None`: the mode's default.
         let clients: Vec<Option<usize>> =
             if p.pg_clients.is_empty() { vec![None] } else { p.pg_clients.iter().map(|&n| Some(n)).collect() };
-        let groups: Vec<Option<usize>> = if p.pg_group.is_empty() {
-            vec![None]
-        } else {
-            p.pg_group.iter().map(|g| g.fixed("--pg-group", GROUP_MAX_LIMIT).map(Some)).collect::<Result<_>>()?
-        };
         // Every combination of the swept knobs, the first knob slowest.
         let mut configs = vec![base];
         expand(&mut configs, &p.mode, |c, &mode| c.mode = mode);
         expand(&mut configs, &p.connections, |c, &n| c.connections = n);
-        expand(&mut configs, &batches, |c, &n| c.batch_size = n);
+        expand(&mut configs, &p.pg_batch, |c, &size| c.batch_size = size);
         expand(&mut configs, &p.pipeline_depth, |c, &n| c.pipeline_depth = n);
         expand(&mut configs, &p.procedures, |c, &procedures| c.procedures = procedures);
         expand(&mut configs, &p.pg_dispatch, |c, &dispatch| c.dispatch = dispatch);
         expand(&mut configs, &clients, |c, &n| c.clients = n);
         expand(&mut configs, &p.pg_affinity, |c, &affinity| c.affinity = affinity);
         expand(&mut configs, &p.pg_affinity_backlog, |c, &bound| c.affinity_backlog_max = bound.limit());
-        expand(&mut configs, &groups, |c, &group| {
+        expand(&mut configs, &p.pg_group, |c, &group| {
+            // Nothing can be grouped in nobatch or with statements: a group size there means 1.
             let grouping = c.mode != Mode::NoBatch && c.procedures == Procedures::Functions;
-            c.group_max = group.unwrap_or(if grouping { GROUP_MAX_DEFAULT } else { 1 });
+            c.group_max = if grouping { group } else { BatchSize::of(1) };
         });
         expand(&mut configs, &p.pg_group_form, |c, &form| c.group_form = form);
         expand(&mut configs, &p.pg_group_retry, |c, &retry| c.group_retry = retry);
         expand(&mut configs, &p.pg_placement, |c, &placement| {
             // Without grouping, components pins each hot component's transactions to one
             // connection, one commit flush each, and the paper's placement is faster (BENCHMARKS.md).
-            let grouped = c.effective_group_max() > 1;
+            // An auto group size starts at 16, so it groups.
+            let grouped = c.group_max.is_auto() || c.effective_group_max() > 1;
             c.placement = match (placement, grouped) {
                 (PlacementChoice::Components, _) | (PlacementChoice::Auto, true) => Placement::Components,
                 (PlacementChoice::ThreadAware, _) | (PlacementChoice::Auto, false) => Placement::ThreadAware,
@@ -483,6 +482,7 @@ impl PgBench {
             let batches = mode != Mode::NoBatch;
             let rolling_reorder = mode == Mode::Reorder && config.dispatch == Dispatch::Rolling;
             let group = config.effective_group_max();
+            let group_setting = if config.group_max.is_auto() { BatchSize::Auto } else { group_size(group) };
             let key = (
                 mode,
                 config.connections,
@@ -494,7 +494,7 @@ impl PgBench {
                 rolling_reorder.then_some(config.affinity),
                 (rolling_reorder && config.affinity).then_some(config.affinity_backlog_max),
                 (mode == Mode::Reorder).then_some(config.placement),
-                group,
+                group_setting,
                 (group > 1).then_some((config.group_form, config.group_retry)),
             );
             if !seen.insert(key) {
@@ -531,7 +531,7 @@ impl PgBench {
                 let reorder = mode == Mode::Reorder;
                 label.push(("placement".into(), if reorder { config.placement.name().into() } else { dash() }));
             }
-            label.push(("group".into(), group.to_string()));
+            label.push(("group".into(), group_setting.to_string()));
             if p.pg_group_form.len() > 1 {
                 label.push(("form".into(), if group > 1 { config.group_form.name().into() } else { dash() }));
             }
@@ -541,7 +541,8 @@ impl PgBench {
             runs.push((config.clone(), label));
         }
         // The group column only when it differs between the configurations.
-        let groups_vary = runs.iter().any(|(c, _)| c.effective_group_max() != runs[0].0.effective_group_max());
+        let group_of = |c: &TierConfig| (c.group_max.is_auto(), c.effective_group_max());
+        let groups_vary = runs.iter().any(|(c, _)| group_of(c) != group_of(&runs[0].0));
         if !groups_vary {
             for (_, label) in &mut runs {
                 label.retain(|(column, _)| column != "group");
@@ -629,7 +630,7 @@ impl PgBench {
                     .map_or(Bound::Unbounded, Bound::AtMost)
             }),
             placement: (config.mode == Mode::Reorder).then_some(config.placement),
-            group,
+            group: if config.group_max.is_auto() { BatchSize::Auto } else { group_size(group) },
             group_form: (group > 1).then_some(config.group_form),
             group_retry: (group > 1).then_some(config.group_retry),
             url: ordo_pgtier::connection::redact(&config.session.url),
@@ -662,7 +663,11 @@ impl PgBench {
                          groups sent {} (mean {:.1} transactions); in doubt resolved {} committed / {} rolled back; audit ok ({} committed writers, net {} cents)",
                         config.mode.name(),
                         config.connections,
-                        config.effective_group_max(),
+                        if config.group_max.is_auto() {
+                            "auto".to_owned()
+                        } else {
+                            config.effective_group_max().to_string()
+                        },
                         rate(ordo_harness::AbortCause::Serialization),
                         rate(ordo_harness::AbortCause::Deadlock),
                         rate(ordo_harness::AbortCause::Reorder),
@@ -682,10 +687,18 @@ impl PgBench {
                 info.seed = seed;
                 // The settings in force in the run's sessions (session-level SETs included).
                 info.run.knobs.settings.extend(report.settings.iter().cloned());
-                Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+                let mut result =
+                    RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names());
+                result.batch_sizes = report.batch_sizes;
+                Ok(result)
             }),
         }
     }
+}
+
+/// A fixed group size (at least 1).
+fn group_size(group: usize) -> BatchSize {
+    BatchSize::fixed(u32::try_from(group).unwrap_or(u32::MAX)).unwrap_or(BatchSize::Auto)
 }
 
 /// Replaces every configuration by one copy per value, set by `set`.

@@ -3,6 +3,11 @@
 //! [`PipelineBench`] is the typed API (`ordo headline` and `ordo figures` build one in code);
 //! [`PipelineRun`] is what each result records: the workload and the engine's own
 //! [`PipelineConfig`].
+//!
+//! With `--wal DIR` the validator logs its commit decisions (group commit every `--epoch-ms`)
+//! and releases them once durable (`--durability sync`, the default) or once logged (`async`);
+//! a run started on a directory that holds a log rebuilds storage from it first
+//! ([`ordo_pipeline::decision_log`], flags in [`super::durability`]).
 
 use std::time::Duration;
 
@@ -12,14 +17,15 @@ use indicatif::ProgressBar;
 use ordo_harness::{Description, RunResult};
 use ordo_pipeline::replay::check_serial_replay;
 use ordo_pipeline::{
-    BATCH_SIZE_MAX, BATCH_WAIT_US_MAX, COMPONENTS_MAX, CONCURRENCY_MAX, MESSAGES_PER_FLUSH_MAX, Mode,
-    PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, run_threaded,
+    BATCH_SIZE_MAX, BATCH_WAIT_US_MAX, COMPONENTS_MAX, CONCURRENCY_DEFAULT, CONCURRENCY_MAX, MESSAGES_PER_FLUSH_MAX,
+    Mode, PLACEMENT_DEFAULT, PipelineConfig, Placement, ThreadedRun, Tuning, run_threaded,
 };
 use ordo_reorder::{FvsConfig, Policy};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::values::{BatchSize, not_empty, within};
+use super::durability::{DurabilityArg, LogArgs};
+use super::values::{BatchSize, BatchSizeArg, not_empty, within};
 use super::workloads::{BindingArg, WorkloadKnobs, knobs_of};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 use crate::commands::reorder_args::{self, AlgorithmLabel};
@@ -41,13 +47,14 @@ pub struct PipelineArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "srvc")]
     pub mode: Vec<Mode>,
     /// Live transactions in the system, 1..=100000; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "300")]
+    #[arg(long, value_delimiter = ',', default_values_t = [CONCURRENCY_DEFAULT])]
     pub concurrency: Vec<usize>,
-    /// Transactions per validator batch, 1..=10000; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "40")]
+    /// Transactions per validator batch: auto (chosen while the engine runs) or a number,
+    /// 1..=10000; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub batch_size: Vec<BatchSize>,
-    /// Requests per storage batch, 1..=10000; a list sweeps.
-    #[arg(long, value_delimiter = ',', default_value = "40")]
+    /// Requests per storage batch: auto or a number, 1..=10000; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub storage_batch_size: Vec<BatchSize>,
     /// A partial validator batch waits this long for more requests (µs, at most 1000000); 0
     /// closes it as soon as no more requests are queued.
@@ -86,11 +93,14 @@ pub struct PipelineArgs {
     /// sweep placements (`--placement split --placement single`).
     #[arg(long, action = clap::ArgAction::Append, default_value = PLACEMENT_DEFAULT)]
     pub placement: Vec<Placement>,
-    /// Messages a runtime thread handles before flushing to the other threads, 1..=1048576;
-    /// a list sweeps. Default: the mode's (256 for the batching modes; for base the largest
-    /// power of two up to the concurrency, 64 at 100 and 256 at 300).
-    #[arg(long, value_delimiter = ',')]
+    /// Messages a runtime thread handles before flushing to the other threads: auto (chosen
+    /// while the engine runs, starting from the mode's measured best: 256 for the batching
+    /// modes; for base the largest power of two up to the concurrency, 64 at 100 and 256 at
+    /// 300) or a number, 1..=100000; a list sweeps.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub flush_messages: Vec<BatchSize>,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 impl Default for PipelineArgs {
@@ -108,7 +118,7 @@ impl Default for PipelineBench {
 /// What a pipeline run was: the workload and the engine's configuration. In results:
 /// `engine: "pipeline"`, `mode`, and under `config` the workload's knobs and the engine's
 /// (`concurrency`, `batch_size`, `storage_batch_size`, `algorithm`, `policy`, `placement`,
-/// `messages_per_flush`, ...).
+/// `messages_per_flush`, ...; with the validator's log `durability`, `wal` and `epoch_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Description", try_from = "Description")]
 pub struct PipelineRun {
@@ -128,16 +138,23 @@ struct PipelineKnobs {
     processors: usize,
     storage_workers: usize,
     reorder_workers: usize,
-    batch_size: usize,
-    storage_batch_size: usize,
+    batch_size: BatchSize,
+    storage_batch_size: BatchSize,
     batch_wait_us: u64,
     storage_batch_wait_us: u64,
     algorithm: String,
     policy: String,
     placement: String,
-    messages_per_flush: usize,
+    messages_per_flush: BatchSize,
     /// How many threads the placement has (written for readers; implied by `placement`).
     threads: usize,
+    /// The validator's log (only with one).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    durability: Option<DurabilityArg>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    wal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    epoch_ms: Option<u64>,
 }
 
 impl From<PipelineRun> for Description {
@@ -156,8 +173,11 @@ impl From<PipelineRun> for Description {
             algorithm: c.reorder.label(),
             policy: c.reorder.policy.name().to_owned(),
             placement: c.placement.to_string(),
-            messages_per_flush: c.effective_messages_per_flush(),
+            messages_per_flush: c.messages_per_flush,
             threads: c.placement.threads.len(),
+            durability: c.decision_log.as_ref().map(|log| log.durability.into()),
+            wal: c.decision_log.as_ref().map(|log| log.dir.display().to_string()),
+            epoch_ms: c.decision_log.as_ref().map(|log| log.epoch_ms),
         };
         let mut config = run.workload.to_map();
         config.extend(to_map(&knobs));
@@ -179,6 +199,17 @@ impl TryFrom<Description> for PipelineRun {
         let workload = knobs_of(&described.workload, &described.config)?;
         let knobs: PipelineKnobs = serde_json::from_value(Value::Object(described.config))?;
         let policy: Policy = knobs.policy.parse()?;
+        let decision_log = match (knobs.wal, knobs.durability, knobs.epoch_ms) {
+            (None, None, None) => None,
+            (Some(dir), Some(durability), Some(epoch_ms)) => Some(ordo_pipeline::decision_log::DecisionLogConfig {
+                dir: dir.into(),
+                device: None,
+                durability: durability.into(),
+                epoch_ms,
+                manual: false,
+            }),
+            _ => bail!("a pipeline result with a write-ahead log records its wal, durability and epoch_ms"),
+        };
         let config = PipelineConfig {
             mode: described.mode.parse()?,
             concurrency: knobs.concurrency,
@@ -193,6 +224,8 @@ impl TryFrom<Description> for PipelineRun {
             reorder: FvsConfig::from_label(&knobs.algorithm, policy)?,
             placement: knobs.placement.parse()?,
             messages_per_flush: knobs.messages_per_flush,
+            decision_log,
+            tuning: Tuning::default(),
         };
         Ok(PipelineRun { workload, config })
     }
@@ -220,14 +253,15 @@ impl PipelineBench {
         not_empty("--reorder-workers", &p.reorder_workers)?;
         not_empty("--placement", &p.placement)?;
         within("--concurrency", p.concurrency.iter().copied(), 1, CONCURRENCY_MAX)?;
+        not_empty("--flush-messages", &p.flush_messages)?;
         for &size in &p.batch_size {
-            size.fixed("--batch-size", BATCH_SIZE_MAX)?;
+            size.within("--batch-size", BATCH_SIZE_MAX)?;
         }
         for &size in &p.storage_batch_size {
-            size.fixed("--storage-batch-size", BATCH_SIZE_MAX)?;
+            size.within("--storage-batch-size", BATCH_SIZE_MAX)?;
         }
         for &messages in &p.flush_messages {
-            messages.fixed("--flush-messages", MESSAGES_PER_FLUSH_MAX)?;
+            messages.within("--flush-messages", MESSAGES_PER_FLUSH_MAX)?;
         }
         within("--batch-wait-us", [p.batch_wait_us], 0, BATCH_WAIT_US_MAX)?;
         within("--storage-batch-wait-us", [p.storage_batch_wait_us], 0, BATCH_WAIT_US_MAX)?;
@@ -236,6 +270,7 @@ impl PipelineBench {
         within("--processors", [p.processors], 1, COMPONENTS_MAX)?;
         within("--storage-workers", [p.storage_workers], 1, COMPONENTS_MAX)?;
         within("--reorder-workers", p.reorder_workers.iter().copied(), 1, COMPONENTS_MAX)?;
+        p.log.validate()?;
         check_sweep_size(&[
             ("--theta", self.common.theta.len()),
             ("--mode", p.mode.len()),
@@ -246,7 +281,7 @@ impl PipelineBench {
             ("--policy", p.policy.len()),
             ("--reorder-workers", p.reorder_workers.len()),
             ("--placement", p.placement.len()),
-            ("--flush-messages", p.flush_messages.len().max(1)),
+            ("--flush-messages", p.flush_messages.len()),
         ])
     }
 
@@ -278,6 +313,7 @@ impl PipelineBench {
         flags.list("--reorder-workers", &p.reorder_workers, &d.reorder_workers);
         flags.repeated("--placement", &p.placement, &d.placement);
         flags.list("--flush-messages", &p.flush_messages, &d.flush_messages);
+        p.log.flags(&mut flags);
         flags.0
     }
 
@@ -290,15 +326,8 @@ impl PipelineBench {
                 reorders.push((algorithm, policy, algorithm.config(policy, p.multi_factor, p.minimize)?));
             }
         }
-        // `None`: the mode's default flush interval.
-        let flushes: Vec<Option<usize>> = if p.flush_messages.is_empty() {
-            vec![None]
-        } else {
-            p.flush_messages
-                .iter()
-                .map(|m| m.fixed("--flush-messages", MESSAGES_PER_FLUSH_MAX).map(Some))
-                .collect::<Result<_>>()?
-        };
+        let flushes = &p.flush_messages;
+        let decision_log = p.log.decision_log()?;
         // Which knobs vary, so the table shows them.
         let varies = |n: usize| n > 1;
         let mut planned = Vec::new();
@@ -309,14 +338,11 @@ impl PipelineBench {
             for &mode in &p.mode {
                 for &concurrency in &p.concurrency {
                     for &batch_size in &p.batch_size {
-                        let batch_size = batch_size.fixed("--batch-size", BATCH_SIZE_MAX)?;
                         for &storage_batch_size in &p.storage_batch_size {
-                            let storage_batch_size =
-                                storage_batch_size.fixed("--storage-batch-size", BATCH_SIZE_MAX)?;
                             for (algorithm, policy, reorder) in &reorders {
                                 for placement in &p.placement {
                                     for &reorder_workers in &p.reorder_workers {
-                                        for &flush in &flushes {
+                                        for &flush in flushes {
                                             let config = PipelineConfig {
                                                 mode,
                                                 concurrency,
@@ -330,7 +356,9 @@ impl PipelineBench {
                                                 validator_batch_wait_us_max: p.batch_wait_us,
                                                 reorder: *reorder,
                                                 placement: placement.clone(),
-                                                messages_per_flush: flush.unwrap_or(0),
+                                                messages_per_flush: flush,
+                                                tuning: Tuning::default(),
+                                                decision_log: decision_log.clone(),
                                             };
                                             config.validate()?;
                                             // Knobs a mode ignores do not make a new configuration.
@@ -342,7 +370,7 @@ impl PipelineBench {
                                                 mode.storage_batching().then_some(storage_batch_size),
                                                 mode.validator_reordering()
                                                     .then(|| (algorithm.to_string(), *policy, reorder_workers)),
-                                                config.effective_messages_per_flush(),
+                                                (config.placement.threads.len() > 1).then_some(flush),
                                                 placement.to_string(),
                                             );
                                             if !seen.insert(key) {
@@ -394,10 +422,7 @@ impl PipelineBench {
                                                 label.push(("placement".into(), placement.to_string()));
                                             }
                                             if varies(flushes.len()) {
-                                                label.push((
-                                                    "flush".into(),
-                                                    config.effective_messages_per_flush().to_string(),
-                                                ));
+                                                label.push(("flush".into(), flush.to_string()));
                                             }
                                             planned.push(self.planned_run(theta, config, label));
                                         }
@@ -409,6 +434,7 @@ impl PipelineBench {
                 }
             }
         }
+        p.log.check_verify(self.common.verify, self.common.runs, planned.len())?;
         Ok(planned)
     }
 
@@ -459,7 +485,10 @@ impl PipelineBench {
                 }
                 let mut info = info.clone();
                 info.seed = seed;
-                Ok(RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names()))
+                let mut result =
+                    RunResult::from_recorder(info, &report.recorder, report.measured_s, workload.procedure_names());
+                result.batch_sizes = report.batch_sizes;
+                Ok(result)
             }),
         }
     }

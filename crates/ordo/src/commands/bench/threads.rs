@@ -12,8 +12,13 @@
 //! included (`--versions` caps the versions an MVCC record keeps). Every result records its
 //! index as `config.index`.
 //!
+//! With `--wal DIR` (and `--durability`, `--epoch-ms`, the checkpoint knobs: see
+//! [`super::durability`]) a run on tables logs its commits and acknowledges them once durable;
+//! a key-value workload then runs on tables whatever `--index` says, and `--index array` is
+//! refused for it.
+//!
 //! The flags become the engine's own configuration in one place, [`engine_config`]; the runs
-//! call `ordo_threads::run` (flat store) and `ordo_threads::tables::run` (tables).
+//! call `ordo_threads::run` (flat store) and `ordo_threads::tables::driver::run_with` (tables).
 
 use std::time::Duration;
 
@@ -28,8 +33,9 @@ use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::durability::{self, DurabilityArg, DurabilityArgs, DurabilityKnobs, HistoryStream};
 use super::pipeline::to_map;
-use super::values::{BatchSize, not_empty, on_off, within};
+use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
 use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs, knobs_of};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
@@ -71,6 +77,8 @@ pub struct ThreadsArgs {
     /// The pipeline's and pg engine's `--mode`, refused here with a pointer to --protocol.
     #[arg(long, hide = true, num_args = 1, value_delimiter = ',')]
     pub mode: Vec<String>,
+    #[command(flatten)]
+    pub durability: DurabilityArgs,
 }
 
 impl Default for ThreadsArgs {
@@ -168,7 +176,8 @@ impl From<IndexArg> for Index {
 /// What a threads-engine run was: the workload and the engine's knobs. In results:
 /// `engine: "threads"`, `mode` (the protocol's name), and under `config` the workload's knobs
 /// and `protocol`, `reorder`, `threads`, `index`, and where they apply `payload_bytes`,
-/// `prefetch`, `batch`, `versions`, `epoch_ms`, `analytic_range`.
+/// `prefetch`, `batch`, `versions`, `epoch_ms`, `analytic_range`, `durability` (on tables),
+/// `wal`, `checkpoint_ms` and `checkpoint_log_mib` (with a write-ahead log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Description", try_from = "Description")]
 pub struct ThreadsRun {
@@ -198,6 +207,8 @@ pub struct ThreadsKnobs {
     pub epoch_ms: Option<u64>,
     /// The hybrid's contention degree (tpcc-hybrid only).
     pub analytic_range: Option<f64>,
+    /// The write-ahead log (tables only).
+    pub log: DurabilityKnobs,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -220,6 +231,15 @@ struct ThreadsWire {
     epoch_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     analytic_range: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    durability: Option<DurabilityArg>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    wal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    checkpoint_ms: Option<u64>,
+    /// A number of MiB, or `"unbounded"`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    checkpoint_log_mib: Option<Value>,
 }
 
 fn flat_store() -> IndexArg {
@@ -240,6 +260,10 @@ impl From<ThreadsRun> for Description {
             versions: k.versions,
             epoch_ms: k.epoch_ms,
             analytic_range: k.analytic_range,
+            durability: k.log.durability,
+            wal: k.log.wal.as_ref().map(|dir| dir.display().to_string()),
+            checkpoint_ms: k.log.checkpoint_ms,
+            checkpoint_log_mib: k.log.checkpoint_log_mib.map(durability::bound_to_json),
         };
         let mut config = run.workload.to_map();
         config.extend(to_map(&wire));
@@ -274,6 +298,12 @@ impl TryFrom<Description> for ThreadsRun {
             versions: wire.versions,
             epoch_ms: wire.epoch_ms,
             analytic_range: wire.analytic_range,
+            log: DurabilityKnobs {
+                durability: wire.durability,
+                wal: wire.wal.map(std::path::PathBuf::from),
+                checkpoint_ms: wire.checkpoint_ms,
+                checkpoint_log_mib: wire.checkpoint_log_mib.as_ref().map(durability::bound_from_json).transpose()?,
+            },
         };
         Ok(ThreadsRun { workload, knobs })
     }
@@ -299,7 +329,7 @@ pub struct Point {
 
 /// The one place the command line's flags become the thread engine's configuration.
 pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) -> Result<EngineChoice> {
-    let batch = args.batch.map(|b| b.fixed("--batch", BATCH_MAX)).transpose()?;
+    let batch = args.batch.map(|b| b.fixed_only("--batch", BATCH_MAX)).transpose()?;
     match point.index {
         None => {
             let config = EngineConfig {
@@ -316,7 +346,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
             Ok(EngineChoice::Flat(config))
         }
         Some(index) => {
-            let config = TablesConfig {
+            let mut config = TablesConfig {
                 protocol: point.protocol.protocol,
                 reorder: point.protocol.reorder,
                 batch,
@@ -325,6 +355,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
                 versions: args.versions,
                 ..TablesConfig::default()
             };
+            args.durability.apply(&mut config);
             config.validate().map_err(|e| anyhow!("{e}"))?;
             Ok(EngineChoice::Tables(config))
         }
@@ -406,8 +437,13 @@ impl ThreadsBench {
         within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
         within("--versions", [t.versions], 2, VERSIONS_MAX)?;
         if let Some(batch) = t.batch {
-            batch.fixed("--batch", BATCH_MAX)?;
+            batch.fixed_only("--batch", BATCH_MAX)?;
         }
+        let log = &t.durability.log;
+        if log.logs() && !self.common.workload.needs_tables() && t.index == Some(IndexArg::Array) {
+            bail!("--wal runs on tables, not the flat store of --index array: use --index tree (the default)");
+        }
+        t.durability.validate(self.index().is_none())?;
         if self.common.verify && t.protocol.iter().any(|p| !p.protocol.serializable()) {
             bail!(
                 "--verify checks serializability, which mvcc_si (snapshot isolation) does not promise; drop one of \
@@ -448,14 +484,17 @@ impl ThreadsBench {
         if let Some(index) = &t.index {
             flags.0.push(format!("--index={}", super::value_name(index)));
         }
+        t.durability.flags(&mut flags);
         flags.0
     }
 
     /// The `--index` of a run: whether it runs on tables (the storage engine) and with which index.
     fn index(&self) -> Option<Index> {
+        // The log runs on tables.
+        let tables = self.common.workload.needs_tables() || self.engine.durability.log.logs();
         match self.engine.index {
             None | Some(IndexArg::Tree) => Some(Index::Tree),
-            Some(IndexArg::Array) if !self.common.workload.needs_tables() => None,
+            Some(IndexArg::Array) if !tables => None,
             Some(IndexArg::Array) => Some(Index::Array),
         }
     }
@@ -516,6 +555,7 @@ impl ThreadsBench {
             versions: mvcc.then_some(config.versions),
             epoch_ms: None,
             analytic_range: None,
+            log: DurabilityKnobs::default(),
         };
         let run = ThreadsRun { workload: self.common.workload.knobs(BindingArg::Fixed), knobs };
         let info = self.common.run_info(run, theta);
@@ -643,6 +683,7 @@ impl ThreadsBench {
                 }
             }
         }
+        t.durability.log.check_verify(common.verify, common.runs, planned.len())?;
         Ok(planned)
     }
 
@@ -666,15 +707,20 @@ impl ThreadsBench {
             versions: matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi).then_some(config.versions),
             epoch_ms: Some(config.epoch_ms),
             analytic_range,
+            log: DurabilityArgs::knobs(&config),
         };
         let run = ThreadsRun { workload: workload_args.knobs(binding), knobs };
         let info = self.common.run_info(run, theta);
         let tpcc = workload_args.is_tpcc();
+        let base_seed = self.common.seed;
         Planned {
             info: info.clone(),
             label,
             run: Box::new(move |options: &Options, seed: u64, bar: &ProgressBar| {
-                let workload = workload_args.build_tables(theta, seed, binding, analytic_range.unwrap_or(0.0))?;
+                // With a log, every run continues the database the directory holds: its initial
+                // rows come from the seed that created it, not this run's.
+                let data_seed = durability::data_seed(&config, &workload_args, base_seed, seed)?;
+                let workload = workload_args.build_tables(theta, data_seed, binding, analytic_range.unwrap_or(0.0))?;
                 let spec = TableRunSpec {
                     seed,
                     warmup: Duration::from_secs_f64(options.warmup_s),
@@ -683,10 +729,33 @@ impl ThreadsBench {
                     record_history: options.history.is_some() || options.verify,
                 };
                 let meter = RateMeter::new(bar);
-                let report = ordo_threads::tables::run(&config, &workload, &spec, |elapsed_s, commits| {
-                    meter.update(elapsed_s, commits);
-                })
+                // With a log, the history is appended as commits are acknowledged.
+                let mut stream = match &options.history {
+                    Some(path) if config.wal.is_some() => Some(HistoryStream::create(path, options.verify)?),
+                    _ => None,
+                };
+                let mut append = |entries: &[ordo_history::HistoryEntry]| match &mut stream {
+                    Some(stream) => stream.append(entries),
+                    None => Ok(()),
+                };
+                let hooks = ordo_threads::tables::driver::RunHooks {
+                    dir: None,
+                    on_acknowledged: config.wal.is_some().then_some(&mut append as &mut _),
+                };
+                let mut report = ordo_threads::tables::driver::run_with(
+                    &config,
+                    &workload,
+                    &spec,
+                    |elapsed_s, commits| meter.update(elapsed_s, commits),
+                    hooks,
+                )
                 .map_err(|e| anyhow!("{e}"))?;
+                if let Some(stream) = stream {
+                    report.history = stream.into_kept();
+                }
+                if let Some(line) = durability::summary(&report) {
+                    bar.suspend(|| eprintln!("write-ahead log: {line}"));
+                }
                 let consistency = report.consistency.as_ref().map_err(|e| anyhow!("after the run: {e}"))?;
                 bar.suspend(|| {
                     eprintln!(
@@ -697,7 +766,7 @@ impl ThreadsBench {
                         consistency.checked.join(", ")
                     );
                 });
-                if let Some(path) = &options.history {
+                if let Some(path) = options.history.as_ref().filter(|_| config.wal.is_none()) {
                     super::write_history(path, report.history.iter().cloned())?;
                 }
                 if options.verify {

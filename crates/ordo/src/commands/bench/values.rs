@@ -7,64 +7,44 @@
 //! server says so by name.
 
 use std::fmt;
-use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::str::FromStr;
 
 use anyhow::{Result, bail};
 
-/// A batch-size knob: `auto` (the engine chooses the size as it runs) or a fixed size.
-///
-/// Only fixed sizes run today: the engines do not choose batch sizes themselves yet, so
-/// [`BatchSize::fixed`] refuses `auto` with a clear error before anything runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BatchSize {
-    Auto,
-    Fixed(NonZeroU32),
+pub use ordo_batching::BatchSize;
+
+/// What `ordo bench` checks of a [`BatchSize`] flag before anything runs.
+pub trait BatchSizeArg: Sized {
+    /// A fixed size (`n` from 1 to [`ordo_batching::BATCH_SIZE_MAX`]).
+    fn of(n: u32) -> Self;
+    /// `auto`, or a fixed size checked against `max` (`flag` names the knob in the error).
+    fn within(self, flag: &str, max: usize) -> Result<Self>;
+    /// A fixed size checked against `max`, for a knob that has no controller: `auto` is
+    /// refused with a clear error.
+    fn fixed_only(self, flag: &str, max: usize) -> Result<usize>;
 }
 
-impl BatchSize {
-    /// A fixed size (`n` at least 1).
-    pub fn of(n: u32) -> BatchSize {
-        BatchSize::Fixed(NonZeroU32::new(n).expect("a batch size is at least 1"))
+impl BatchSizeArg for BatchSize {
+    fn of(n: u32) -> BatchSize {
+        BatchSize::fixed(n).expect("a batch size within the controller's bounds")
     }
 
-    /// The fixed size, checked against `max`; `auto` is refused (`flag` names the knob in the
-    /// error).
-    pub fn fixed(self, flag: &str, max: usize) -> Result<usize> {
-        match self {
-            BatchSize::Fixed(n) => {
-                let n = n.get() as usize;
-                if n > max {
-                    bail!("{flag} {n}: must be in 1..={max}");
-                }
-                Ok(n)
-            }
-            BatchSize::Auto => bail!(
-                "{flag} auto: this engine does not choose its batch sizes by itself yet; give a number of \
-                 transactions (at most {max})"
+    fn within(self, flag: &str, max: usize) -> Result<BatchSize> {
+        if let Some(n) = self.get()
+            && n as usize > max
+        {
+            bail!("{flag} {n}: must be in 1..={max}");
+        }
+        Ok(self)
+    }
+
+    fn fixed_only(self, flag: &str, max: usize) -> Result<usize> {
+        match self.within(flag, max)?.get() {
+            Some(n) => Ok(n as usize),
+            None => bail!(
+                "{flag} auto: this knob has no batch-size controller; give a number of transactions (at most {max})"
             ),
-        }
-    }
-}
-
-impl FromStr for BatchSize {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.trim() == "auto" {
-            return Ok(BatchSize::Auto);
-        }
-        s.trim()
-            .parse::<NonZeroU32>()
-            .map(BatchSize::Fixed)
-            .map_err(|_| format!("`{s}`: expected auto or a batch size from 1 to {}", u32::MAX))
-    }
-}
-
-impl fmt::Display for BatchSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BatchSize::Auto => f.write_str("auto"),
-            BatchSize::Fixed(n) => write!(f, "{n}"),
         }
     }
 }
@@ -187,10 +167,10 @@ mod tests {
 
     #[test]
     fn values_parse_and_print_back() {
-        for text in ["auto", "1", "40", "4294967295"] {
+        for text in ["auto", "1", "40", "100000"] {
             assert_eq!(text.parse::<BatchSize>().unwrap().to_string(), text);
         }
-        for bad in ["0", "-1", "", "4294967296", "forty", "1e3"] {
+        for bad in ["0", "-1", "", "100001", "4294967296", "forty", "1e3"] {
             assert!(bad.parse::<BatchSize>().is_err(), "{bad}");
         }
         assert_eq!("unbounded".parse::<Bound>().unwrap().limit(), None);
@@ -202,12 +182,14 @@ mod tests {
     }
 
     #[test]
-    fn fixed_sizes_are_checked_and_auto_is_refused_for_now() {
-        assert_eq!(BatchSize::of(40).fixed("--batch-size", 100).unwrap(), 40);
-        let error = BatchSize::of(400).fixed("--batch-size", 100).unwrap_err().to_string();
+    fn fixed_sizes_are_checked_and_auto_only_where_a_controller_runs() {
+        assert_eq!(BatchSize::of(40).within("--batch-size", 100).unwrap(), BatchSize::of(40));
+        assert_eq!(BatchSize::Auto.within("--batch-size", 100).unwrap(), BatchSize::Auto);
+        let error = BatchSize::of(400).within("--batch-size", 100).unwrap_err().to_string();
         assert!(error.contains("1..=100"), "{error}");
-        let error = BatchSize::Auto.fixed("--batch-size", 100).unwrap_err().to_string();
-        assert!(error.contains("--batch-size auto"), "{error}");
+        assert_eq!(BatchSize::of(40).fixed_only("--batch", 100).unwrap(), 40);
+        let error = BatchSize::Auto.fixed_only("--batch", 100).unwrap_err().to_string();
+        assert!(error.contains("--batch auto"), "{error}");
     }
 
     #[test]

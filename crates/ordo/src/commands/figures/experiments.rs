@@ -466,7 +466,7 @@ fn modes(ctx: &Context) -> Result<ExperimentReport> {
 }
 
 fn batch_size(ctx: &Context) -> Result<ExperimentReport> {
-    use crate::commands::bench::values::BatchSize;
+    use crate::commands::bench::values::{BatchSize, BatchSizeArg};
     let sizes = [20, 40, 60, 80];
     let bench = pipeline(|b| {
         b.engine.mode = vec![Mode::Srvc];
@@ -490,9 +490,9 @@ fn batch_size(ctx: &Context) -> Result<ExperimentReport> {
         });
     }
     // How much latency a larger cap costs here, from the data.
-    let (smallest, largest) = (sizes[0] as usize, sizes[sizes.len() - 1] as usize);
-    let with = |size: usize, theta: f64| {
-        find(&results, |r| pipeline_config(r).validator_batch_size == size && r.info.theta == theta)
+    let (smallest, largest) = (sizes[0], sizes[sizes.len() - 1]);
+    let with = |size: u32, theta: f64| {
+        find(&results, |r| pipeline_config(r).validator_batch_size == BatchSize::of(size) && r.info.theta == theta)
     };
     let latency =
         range(THETAS.iter().filter_map(|&theta| ratio(with(largest, theta), with(smallest, theta), &latency_mean())));
@@ -782,7 +782,7 @@ fn server_failures() -> Measure<RunResult<PgRun>> {
     }
 }
 
-fn pg_mode_name(mode: ordo_pgtier::Mode, batch: usize) -> String {
+fn pg_mode_name(mode: ordo_pgtier::Mode, batch: ordo_pgtier::BatchSize) -> String {
     match mode {
         ordo_pgtier::Mode::NoBatch => "nobatch: one transaction at a time per connection".into(),
         ordo_pgtier::Mode::Batch => format!("batch: batches of {batch}, no reordering"),

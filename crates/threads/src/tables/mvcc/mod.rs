@@ -108,7 +108,10 @@ use self::chain::{Cuttings, Target, cut, lock_live, retire_chain, unlock};
 use self::slots::{Phase, Slots};
 pub use self::ssn::SSN_WORKERS_MAX;
 use super::database::versioned::{COUNT, CSTAMP, NEWEST, NO_VERSION};
-use super::database::{ABSENT, Database, Index, KEY_WORD, LoadError, SEQ_WORD, VERSION_MASK, versioned, write_version};
+use super::database::{
+    ABSENT, Database, Index, KEY_WORD, Layout, LoadError, SEQ_WORD, Table, VERSION_MASK, versioned, write_version,
+};
+use super::durable::CheckpointSource;
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 use super::silo::TABLE_WORKERS_MAX;
@@ -358,15 +361,28 @@ impl MvccTables {
     ) -> Result<Self, LoadError> {
         assert!(versions_max >= VERSIONS_MIN, "at least {VERSIONS_MIN} versions per record, not {versions_max}");
         let db = Database::load_versioned(workload, index, load_threads, epochs)?;
+        Ok(Self::over_with(db, isolation, versions_max))
+    }
+
+    /// MVCC with `isolation` over the multi-version `db` (loaded, or recovered from a log:
+    /// either way every row is one version stamped 0, so the clock starts at 0); no record
+    /// keeps more than `versions_max` versions.
+    ///
+    /// # Panics
+    /// If `db` is not multi-version, or `versions_max` is below [`VERSIONS_MIN`] (callers
+    /// validate it first).
+    pub fn over_with(db: Database, isolation: Isolation, versions_max: usize) -> Self {
+        assert!(versions_max >= VERSIONS_MIN, "at least {VERSIONS_MIN} versions per record, not {versions_max}");
+        assert_eq!(db.layout(), Layout::Versioned, "MVCC runs over multi-version tables");
         let retired_cstamp = db.tables().iter().map(|_| CachePadded::new(AtomicU64::new(0))).collect();
-        Ok(MvccTables {
+        MvccTables {
             db,
             isolation,
             clock: CachePadded::new(AtomicU64::new(0)),
             slots: Arc::new(Slots::new(TABLE_WORKERS_MAX)),
             versions_max: versions_max as u64,
             retired_cstamp,
-        })
+        }
     }
 
     /// The tables.
@@ -521,6 +537,17 @@ impl TableProtocol for MvccTables {
     type Worker = MvccWorker;
     type Attempt<'a> = MvccTx<'a>;
 
+    /// A head's meta word: unlocked, no owner.
+    const INITIAL_META: u64 = 0;
+    const LAYOUT: Layout = Layout::Versioned;
+
+    /// `mvcc_si` or `ssi` (any other kind: snapshot isolation) over `database`, with
+    /// [`VERSIONS_DEFAULT`] versions per record at most ([`MvccTables::over_with`] sets it).
+    fn over(database: Database, kind: ProtocolKind) -> Self {
+        let isolation = if kind == ProtocolKind::Ssi { Isolation::SerialSafetyNet } else { Isolation::Snapshot };
+        Self::over_with(database, isolation, VERSIONS_DEFAULT)
+    }
+
     fn kind(&self) -> ProtocolKind {
         match self.isolation {
             Isolation::Snapshot => ProtocolKind::MvccSi,
@@ -530,6 +557,10 @@ impl TableProtocol for MvccTables {
 
     fn database(&self) -> &Database {
         &self.db
+    }
+
+    fn checkpoint_source(&self) -> &dyn CheckpointSource {
+        self
     }
 
     fn worker(&self, options: WorkerOptions) -> MvccWorker {
@@ -548,12 +579,48 @@ impl TableProtocol for MvccTables {
         attempt.abort()
     }
 
-    fn history(worker: &mut MvccWorker) -> &mut Vec<HistoryEntry> {
-        worker.trace.entries()
+    fn trace(worker: &mut MvccWorker) -> &mut Trace {
+        &mut worker.trace
     }
 
     fn quiesce(&self, worker: &mut MvccWorker) {
         self.collect_all(worker);
+    }
+}
+
+/// A checkpoint reads every row at a snapshot it publishes ([`Slots::pin_reader`]), as a
+/// reader of the committed state: no chain is trimmed below what that snapshot sees, so no
+/// version it reads is reused under it, and it waits for a committer that may be stamped at
+/// or below it, as any reader does. A snapshot taken after the checkpoint began sees every
+/// transaction of an epoch before the checkpoint's begin epoch (each installed before its
+/// epoch closed, and drew its stamp before that); what committed later is in the log. A
+/// version the cap cut off makes it renew the snapshot and read the record again.
+impl CheckpointSource for MvccTables {
+    fn table_count(&self) -> usize {
+        self.db.tables().len()
+    }
+
+    fn checkpoint_rows(
+        &self,
+        table: TableId,
+        from: u64,
+        rows_max: usize,
+        row: &mut Vec<u64>,
+        sink: &mut dyn FnMut(u64, u64, &[u64]),
+    ) -> Option<u64> {
+        let mut pin = self.slots.pin_reader(&self.clock);
+        let mut read = |table: &Table, _key: u64, rid: u64, row: &mut [u64]| loop {
+            match chain::visible(&self.slots, table, rid, pin.snapshot(), Some(&mut *row)) {
+                Ok(Some(visible)) if visible.present() => return Some(visible.seq & VERSION_MASK),
+                // Absent at the snapshot, or the record left the index (only absent records do).
+                Ok(_) => return None,
+                Err(cause) => {
+                    debug_assert_eq!(cause, AbortCause::SnapshotTooOld);
+                    pin.renew(&self.clock);
+                }
+            }
+        };
+        self.db.scan_records(table, from, rows_max, row, &mut read, sink)
     }
 }
 
@@ -812,7 +879,8 @@ impl MvccTx<'_> {
                 cut(table, head, worker.low_water, keep, &mut cuttings);
             }
             unlock(head);
-            worker.trace.installed(write.table, write.kind.effect(), write.key, version);
+            let row = &worker.rows[write.row_at..write.row_at + table.row_words];
+            worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
             if older != NO_VERSION {
                 worker.trims.push_back(Trim { table: write.table, rid: write.rid, cstamp });
             }

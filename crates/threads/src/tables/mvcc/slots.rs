@@ -17,6 +17,10 @@
 //!   `w`'s pi;
 //! * the collector takes the smallest published snapshot as its low-water mark.
 //!
+//! Besides the workers' slots there is one snapshot word for a reader that runs no
+//! transaction: a checkpoint, which reads rows at a snapshot while workers trim chains
+//! ([`Slots::pin_reader`]). The low-water mark counts it like a worker's snapshot.
+//!
 //! A reader reads `state`, then the stamps, then `state` again: equal states mean the stamps
 //! belong to that attempt and phase (the owner writes a stamp before the phase that makes it
 //! valid, and a new attempt changes `state` before any stamp). Every access is `SeqCst`: the
@@ -97,15 +101,47 @@ struct Slot {
 /// Every worker's slot.
 #[derive(Debug)]
 pub struct Slots {
-    slots: Box<[CachePadded<Slot>]>,
+    /// One slot per worker.
+    workers: Box<[CachePadded<Slot>]>,
     /// One past the highest slot ever claimed: the collector reads no further.
     used: AtomicUsize,
+    /// The snapshot of the reader outside the slots (a checkpoint), or [`NO_SNAPSHOT`].
+    reader: CachePadded<AtomicU64>,
+    /// Whether that reader is pinned (one at a time).
+    reader_pinned: AtomicBool,
+}
+
+/// The snapshot of the reader outside the slots, published while it lives (see
+/// [`Slots::pin_reader`]).
+#[derive(Debug)]
+pub struct ReaderPin<'a> {
+    slots: &'a Slots,
+    snapshot: u64,
+}
+
+impl ReaderPin<'_> {
+    /// The snapshot to read at.
+    pub fn snapshot(&self) -> u64 {
+        self.snapshot
+    }
+
+    /// Moves the snapshot up to the clock now (after a read found its version cut off).
+    pub fn renew(&mut self, clock: &AtomicU64) {
+        self.snapshot = self.slots.publish_reader(clock);
+    }
+}
+
+impl Drop for ReaderPin<'_> {
+    fn drop(&mut self) {
+        self.slots.reader.store(NO_SNAPSHOT, Ordering::SeqCst);
+        self.slots.reader_pinned.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Slots {
     /// `count` slots, all idle.
     pub fn new(count: usize) -> Self {
-        let slots = (0..count)
+        let workers = (0..count)
             .map(|_| {
                 CachePadded::new(Slot {
                     state: AtomicU64::new(0),
@@ -116,7 +152,12 @@ impl Slots {
                 })
             })
             .collect();
-        Slots { slots, used: AtomicUsize::new(0) }
+        Slots {
+            workers,
+            used: AtomicUsize::new(0),
+            reader: CachePadded::new(AtomicU64::new(NO_SNAPSHOT)),
+            reader_pinned: AtomicBool::new(false),
+        }
     }
 
     /// Takes slot `index` for a worker; returns the last attempt number it saw, so attempt
@@ -126,8 +167,8 @@ impl Slots {
     /// If the slot is out of range or another live worker holds it (two workers with one
     /// index: a caller bug).
     pub fn claim(&self, index: usize) -> u64 {
-        assert!(index < self.slots.len(), "worker {index} of at most {}", self.slots.len());
-        let slot = &self.slots[index];
+        assert!(index < self.workers.len(), "worker {index} of at most {}", self.workers.len());
+        let slot = &self.workers[index];
         assert!(!slot.claimed.swap(true, Ordering::SeqCst), "worker slot {index} is already in use");
         self.used.fetch_max(index + 1, Ordering::SeqCst);
         slot.state.load(Ordering::SeqCst) >> PHASE_BITS
@@ -135,7 +176,7 @@ impl Slots {
 
     /// Gives slot `index` back: idle, no snapshot.
     pub fn release(&self, index: usize) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         let attempt = slot.state.load(Ordering::SeqCst) >> PHASE_BITS;
         slot.state.store(attempt << PHASE_BITS, Ordering::SeqCst);
         slot.snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
@@ -146,33 +187,49 @@ impl Slots {
     /// slot already shows a snapshot no newer (so a collector either sees the slot or reads the
     /// clock before this attempt's snapshot; see [`Slots::low_water`]).
     pub fn begin(&self, index: usize, attempt: u64, clock: &AtomicU64) -> u64 {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.snapshot.store(clock.load(Ordering::SeqCst), Ordering::SeqCst);
         let snapshot = clock.load(Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Active.code(), Ordering::SeqCst);
         snapshot
     }
 
+    /// Publishes a snapshot for the one reader that runs no transaction (a checkpoint), taken
+    /// as [`Slots::begin`] takes one; until the pin is dropped, no chain is trimmed below the
+    /// version it sees (but a chain over its version cap is cut whatever the snapshots).
+    ///
+    /// # Panics
+    /// If another such reader is pinned (one checkpoint reads at a time: a caller bug).
+    pub fn pin_reader(&self, clock: &AtomicU64) -> ReaderPin<'_> {
+        assert!(!self.reader_pinned.swap(true, Ordering::SeqCst), "one checkpoint reads the tables at a time");
+        ReaderPin { slots: self, snapshot: self.publish_reader(clock) }
+    }
+
+    fn publish_reader(&self, clock: &AtomicU64) -> u64 {
+        self.reader.store(clock.load(Ordering::SeqCst), Ordering::SeqCst);
+        clock.load(Ordering::SeqCst)
+    }
+
     /// Withdraws slot `index`'s snapshot (the worker runs nothing for a while).
     pub fn rest(&self, index: usize) {
-        self.slots[index].snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
+        self.workers[index].snapshot.store(NO_SNAPSHOT, Ordering::SeqCst);
     }
 
     /// Moves `attempt` of slot `index` to `phase`.
     pub fn set_phase(&self, index: usize, attempt: u64, phase: Phase) {
-        self.slots[index].state.store(attempt << PHASE_BITS | phase.code(), Ordering::SeqCst);
+        self.workers[index].state.store(attempt << PHASE_BITS | phase.code(), Ordering::SeqCst);
     }
 
     /// Publishes `attempt`'s commit stamp (phase [`Phase::Stamped`]).
     pub fn stamp(&self, index: usize, attempt: u64, cstamp: u64) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.cstamp.store(cstamp, Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Stamped.code(), Ordering::SeqCst);
     }
 
     /// Publishes `attempt`'s pi (phase [`Phase::Committed`]).
     pub fn decide(&self, index: usize, attempt: u64, sstamp: u64) {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         slot.sstamp.store(sstamp, Ordering::SeqCst);
         slot.state.store(attempt << PHASE_BITS | Phase::Committed.code(), Ordering::SeqCst);
     }
@@ -180,7 +237,7 @@ impl Slots {
     /// A consistent reading of slot `index`.
     #[inline]
     pub fn observe(&self, index: usize) -> Status {
-        let slot = &self.slots[index];
+        let slot = &self.workers[index];
         loop {
             let state = slot.state.load(Ordering::SeqCst);
             let cstamp = slot.cstamp.load(Ordering::SeqCst);
@@ -208,9 +265,9 @@ impl Slots {
     /// below it. The clock is read first; an attempt whose snapshot the scan below misses
     /// published it after the scan, so it read the clock after this read.
     pub fn low_water(&self, clock: &AtomicU64) -> u64 {
-        let mut low = clock.load(Ordering::SeqCst);
-        let used = self.used.load(Ordering::SeqCst).min(self.slots.len());
-        for slot in &self.slots[..used] {
+        let mut low = clock.load(Ordering::SeqCst).min(self.reader.load(Ordering::SeqCst));
+        let used = self.used.load(Ordering::SeqCst).min(self.workers.len());
+        for slot in &self.workers[..used] {
             low = low.min(slot.snapshot.load(Ordering::SeqCst));
         }
         low
@@ -244,6 +301,35 @@ mod tests {
         assert_eq!(slots.low_water(&clock), 15);
         slots.release(2);
         assert_eq!(slots.claim(2), 1, "attempt numbers continue in a reclaimed slot");
+    }
+
+    #[test]
+    fn a_pinned_reader_holds_the_low_water_mark_until_dropped() {
+        let slots = Slots::new(2);
+        let clock = AtomicU64::new(10);
+        slots.claim(0);
+        let mut pin = slots.pin_reader(&clock);
+        assert_eq!(pin.snapshot(), 10);
+        clock.store(20, Ordering::SeqCst);
+        assert_eq!(slots.begin(0, 1, &clock), 20);
+        assert_eq!(slots.low_water(&clock), 10, "the reader's snapshot is the oldest");
+        clock.store(30, Ordering::SeqCst);
+        pin.renew(&clock);
+        assert_eq!(pin.snapshot(), 30);
+        assert_eq!(slots.low_water(&clock), 20, "renewed: the worker's is the oldest");
+        drop(pin);
+        slots.rest(0);
+        assert_eq!(slots.low_water(&clock), 30);
+        drop(slots.pin_reader(&clock));
+    }
+
+    #[test]
+    #[should_panic(expected = "one checkpoint")]
+    fn one_reader_pins_at_a_time() {
+        let slots = Slots::new(1);
+        let clock = AtomicU64::new(0);
+        let _first = slots.pin_reader(&clock);
+        let _second = slots.pin_reader(&clock);
     }
 
     #[test]

@@ -1,0 +1,455 @@
+//! One knob's search: interleaved two-sided probes around a centre, on a log scale.
+//!
+//! ```text
+//!  windows of one round (windows_per_side = 3), sides in ABBA order:
+//!     up   down  down  up    up   down          up = centre * step, down = centre / step
+//!  ──┬─────┬─────┬─────┬─────┬─────┬──> time
+//!    └ median goodput of the ups  vs  median goodput of the downs
+//!        ups better by > tolerance  : centre *= step   (same way as last move: step *= step)
+//!        downs better by > tolerance: centre /= step   (reversal: step = sqrt(step))
+//!        within tolerance           : step = sqrt(step) (the peak lies between the two sides)
+//! ```
+//!
+//! See the crate essay for why the two sides are interleaved.
+
+use crate::history::History;
+use crate::{BATCH_SIZE_MAX, BATCH_SIZE_MIN, HISTORY_LEN_MAX, STEP_RATIO_MAX, WINDOWS_PER_SIDE_MAX};
+use thiserror::Error;
+
+/// Why a [`ControllerConfig`] is refused.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ConfigError {
+    /// `min`, `initial` and `max` are not ordered within the allowed bounds.
+    #[error(
+        "batch sizes must satisfy {BATCH_SIZE_MIN} <= min <= initial <= max <= {BATCH_SIZE_MAX}, got min {min}, initial {initial}, max {max}"
+    )]
+    SizeBounds { min: u32, initial: u32, max: u32 },
+    /// A step ratio is not in `(1, STEP_RATIO_MAX]`, or they are not ordered.
+    #[error(
+        "step ratios must satisfy 1 < step_ratio_min <= step_ratio_initial, step_ratio_reprobe <= step_ratio_max <= {STEP_RATIO_MAX}"
+    )]
+    StepRatios,
+    /// The tolerance is not in `[0, 1)`.
+    #[error("tolerance_ratio must be in [0, 1), got {0}")]
+    Tolerance(f64),
+    /// `windows_per_side` is 0 or above the bound.
+    #[error("windows_per_side must be in 1..={WINDOWS_PER_SIDE_MAX}, got {0}")]
+    WindowsPerSide(u32),
+    /// `reprobe_every_rounds` is 0.
+    #[error("reprobe_every_rounds must be at least 1")]
+    ReprobeEvery,
+    /// The level-shift ratio is not positive and finite.
+    #[error("level_shift_ratio must be positive and finite, got {0}")]
+    LevelShift(f64),
+    /// The abort-ratio guard is not in `(0, 1]`.
+    #[error("abort_ratio_max must be in (0, 1], got {0}")]
+    AbortRatio(f64),
+    /// The history length is below 2 or above the bound.
+    #[error("history_len_max must be in 2..={HISTORY_LEN_MAX}, got {0}")]
+    HistoryLen(usize),
+}
+
+/// How one knob is searched. Every field has a unit or is a ratio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControllerConfig {
+    /// Smallest size the controller may use.
+    pub batch_size_min: u32,
+    /// Largest size the controller may use.
+    pub batch_size_max: u32,
+    /// Centre before the first round.
+    pub batch_size_initial: u32,
+    /// Step of the first round (the sides are `centre * step` and `centre / step`).
+    pub step_ratio_initial: f64,
+    /// Floor of the damped step.
+    pub step_ratio_min: f64,
+    /// Ceiling of the step as it grows while moves keep one direction.
+    pub step_ratio_max: f64,
+    /// Step restored every `reprobe_every_rounds` rounds, so a moved peak is noticed.
+    pub step_ratio_reprobe: f64,
+    /// Relative goodput difference below which the two sides count as equal.
+    pub tolerance_ratio: f64,
+    /// Windows each side of a round spans (scored by their median goodput).
+    pub windows_per_side: u32,
+    /// Rounds between two re-probes.
+    pub reprobe_every_rounds: u32,
+    /// A round whose goodput (both sides together) differs from this knob's previous round by
+    /// more than this ratio (either way) restarts the search with `step_ratio_initial`: the
+    /// workload changed (a change of skew moves the peak as it moves the level). `None` = only
+    /// the periodic re-probe.
+    pub level_shift_ratio: Option<f64>,
+    /// Abort ratio (aborts / attempts) of a window above which the centre steps down at once;
+    /// `None` = off.
+    pub abort_ratio_max: Option<f64>,
+    /// Window latency above which the centre steps down at once; `None` = off.
+    pub latency_us_max: Option<u64>,
+    /// Most `(t_us, centre)` entries the history keeps.
+    pub history_len_max: usize,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            batch_size_min: 10,
+            batch_size_max: 150,
+            batch_size_initial: 40,
+            step_ratio_initial: 1.5,
+            step_ratio_min: 1.05,
+            step_ratio_max: 2.0,
+            step_ratio_reprobe: 1.25,
+            tolerance_ratio: 0.03,
+            windows_per_side: 3,
+            reprobe_every_rounds: 8,
+            level_shift_ratio: Some(0.5),
+            abort_ratio_max: None,
+            latency_us_max: None,
+            history_len_max: 256,
+        }
+    }
+}
+
+impl ControllerConfig {
+    /// The default search over `[min, max]` starting at `initial`.
+    pub fn with_bounds(min: u32, initial: u32, max: u32) -> Self {
+        ControllerConfig { batch_size_min: min, batch_size_initial: initial, batch_size_max: max, ..Self::default() }
+    }
+
+    /// Checks every field against its bound.
+    ///
+    /// # Errors
+    /// The first field out of bounds, as a [`ConfigError`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let (min, initial, max) = (self.batch_size_min, self.batch_size_initial, self.batch_size_max);
+        if !(BATCH_SIZE_MIN <= min && min <= initial && initial <= max && max <= BATCH_SIZE_MAX) {
+            return Err(ConfigError::SizeBounds { min, initial, max });
+        }
+        let ratio_ok = |r: f64| r > 1.0 && r <= STEP_RATIO_MAX;
+        let ordered = |r: f64| self.step_ratio_min <= r && r <= self.step_ratio_max;
+        if !(ratio_ok(self.step_ratio_min)
+            && ratio_ok(self.step_ratio_max)
+            && ordered(self.step_ratio_initial)
+            && ordered(self.step_ratio_reprobe))
+        {
+            return Err(ConfigError::StepRatios);
+        }
+        if !(0.0..1.0).contains(&self.tolerance_ratio) {
+            return Err(ConfigError::Tolerance(self.tolerance_ratio));
+        }
+        if self.windows_per_side == 0 || self.windows_per_side > WINDOWS_PER_SIDE_MAX {
+            return Err(ConfigError::WindowsPerSide(self.windows_per_side));
+        }
+        if self.reprobe_every_rounds == 0 {
+            return Err(ConfigError::ReprobeEvery);
+        }
+        if let Some(ratio) = self.level_shift_ratio
+            && !(ratio > 0.0 && ratio.is_finite())
+        {
+            return Err(ConfigError::LevelShift(ratio));
+        }
+        if let Some(ratio) = self.abort_ratio_max
+            && !(ratio > 0.0 && ratio <= 1.0)
+        {
+            return Err(ConfigError::AbortRatio(ratio));
+        }
+        if self.history_len_max < 2 || self.history_len_max > HISTORY_LEN_MAX {
+            return Err(ConfigError::HistoryLen(self.history_len_max));
+        }
+        Ok(())
+    }
+}
+
+/// What the driver measured over one window ending at `now_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowObservation {
+    /// End of the window (any monotonic clock, microseconds).
+    pub now_us: u64,
+    /// Transactions (or requests) committed in the window.
+    pub committed: u64,
+    /// Attempts aborted in the window.
+    pub aborted: u64,
+    /// A latency figure of the window (mean or a percentile), microseconds.
+    pub latency_us: u64,
+}
+
+/// What an observation led to (for tests and reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The round is still collecting windows (or the controller is held).
+    Measuring,
+    /// The larger side was better: the centre moved up.
+    Larger,
+    /// The smaller side was better: the centre moved down.
+    Smaller,
+    /// Both sides equal within the tolerance: the step was damped, the centre kept.
+    Plateau,
+    /// An abort or latency guard fired: the centre stepped down at once, the round restarted.
+    Guard,
+}
+
+impl Decision {
+    /// Whether a round (or a guard) ended with this decision.
+    pub fn ends_round(self) -> bool {
+        self != Decision::Measuring
+    }
+}
+
+/// Which side of the centre a window measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Up,
+    Down,
+}
+
+/// The controller of one knob. See the crate essay.
+#[derive(Debug, Clone)]
+pub struct AdaptiveBatchSize {
+    config: ControllerConfig,
+    /// Centre of the search (the size the controller currently believes best), unrounded.
+    centre: f64,
+    step_ratio: f64,
+    /// Direction of the last move, if the last round moved.
+    last_move: Option<Side>,
+    /// Goodput of the last round, both sides together.
+    level: Option<f64>,
+    /// Goodput per window of the current round, by side.
+    up_goodputs: Vec<f64>,
+    down_goodputs: Vec<f64>,
+    /// Windows of the current round so far.
+    round_windows: u32,
+    rounds_since_reprobe: u32,
+    /// Start of the current window; `None` until the first observation (or while held).
+    window_start_us: Option<u64>,
+    /// Between rounds at the centre, waiting for [`AdaptiveBatchSize::resume`].
+    held: bool,
+    history: History<u32>,
+}
+
+impl AdaptiveBatchSize {
+    /// A controller centred on `batch_size_initial`.
+    ///
+    /// # Errors
+    /// The configuration's [`ConfigError`].
+    pub fn new(config: ControllerConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let windows = config.windows_per_side as usize;
+        Ok(Self {
+            centre: f64::from(config.batch_size_initial),
+            step_ratio: config.step_ratio_initial,
+            last_move: None,
+            level: None,
+            up_goodputs: Vec::with_capacity(windows),
+            down_goodputs: Vec::with_capacity(windows),
+            round_windows: 0,
+            rounds_since_reprobe: 0,
+            window_start_us: None,
+            held: false,
+            history: History::new(config.history_len_max),
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+
+    /// The size to use for the next window: a side of the centre during a round, the centre
+    /// itself while held.
+    #[must_use]
+    pub fn batch_size(&self) -> u32 {
+        if self.held {
+            return self.centre_size();
+        }
+        self.side_size(Self::side_of(self.round_windows))
+    }
+
+    /// The size of a side: `centre * step` or `centre / step`, rounded, and at least one away
+    /// from the rounded centre (at small sizes a small step would otherwise round both sides
+    /// to the same size, and the round could tell them apart only by noise), within bounds.
+    fn side_size(&self, side: Side) -> u32 {
+        let centre = self.centre_size();
+        let (min, max) = (self.config.batch_size_min, self.config.batch_size_max);
+        match side {
+            Side::Up => self.size_at(self.centre * self.step_ratio).max(centre.saturating_add(1)).min(max),
+            Side::Down => self.size_at(self.centre / self.step_ratio).min(centre.saturating_sub(1)).max(min),
+        }
+    }
+
+    /// The centre of the search, rounded: the size the controller currently believes best.
+    #[must_use]
+    pub fn centre_size(&self) -> u32 {
+        self.size_at(self.centre)
+    }
+
+    /// The current step (the sides are `centre * step` and `centre / step`).
+    #[must_use]
+    pub fn step_ratio(&self) -> f64 {
+        self.step_ratio
+    }
+
+    /// `(t_us, centre)` after every round and guard, oldest first, at most `history_len_max`.
+    #[must_use]
+    pub fn history(&self) -> &[(u64, u32)] {
+        self.history.entries()
+    }
+
+    /// Stops between rounds: drops a partial round and stays at the centre until
+    /// [`AdaptiveBatchSize::resume`] (a [`crate::Tuner`] holds a knob while another knob's
+    /// round runs).
+    pub fn hold(&mut self) {
+        self.held = true;
+        self.window_start_us = None;
+        self.clear_round();
+    }
+
+    /// Starts a new round whose first window begins at `now_us`.
+    pub fn resume(&mut self, now_us: u64) {
+        self.held = false;
+        self.window_start_us = Some(now_us);
+        self.clear_round();
+    }
+
+    /// Feeds one window. The first observation only opens a window (its start is unknown);
+    /// windows of zero length, and every window while held, are ignored.
+    pub fn observe(&mut self, observation: WindowObservation) -> Decision {
+        if self.held {
+            return Decision::Measuring;
+        }
+        let Some(start_us) = self.window_start_us.replace(observation.now_us) else {
+            if self.history.entries().is_empty() {
+                self.history.offer(observation.now_us, self.centre_size());
+            }
+            return Decision::Measuring;
+        };
+        let Some(elapsed_us) = observation.now_us.checked_sub(start_us).filter(|&us| us > 0) else {
+            self.window_start_us = Some(start_us.max(observation.now_us));
+            return Decision::Measuring;
+        };
+        if self.guard_fires(&observation) {
+            self.centre = (self.centre / self.step_ratio).max(f64::from(self.config.batch_size_min));
+            self.last_move = Some(Side::Down);
+            self.clear_round();
+            self.history.offer(observation.now_us, self.centre_size());
+            return Decision::Guard;
+        }
+        #[expect(clippy::cast_precision_loss, reason = "counts and microseconds are far below 2^52")]
+        let goodput = observation.committed as f64 * 1e6 / elapsed_us as f64;
+        match Self::side_of(self.round_windows) {
+            Side::Up => self.up_goodputs.push(goodput),
+            Side::Down => self.down_goodputs.push(goodput),
+        }
+        self.round_windows += 1;
+        if self.round_windows < 2 * self.config.windows_per_side {
+            return Decision::Measuring;
+        }
+        let decision = self.decide();
+        self.clear_round();
+        self.history.offer(observation.now_us, self.centre_size());
+        decision
+    }
+
+    /// The side window `index` of a round measures: up, down, down, up, up, down, down, up, …
+    /// (ABBA), so a trend in the plant during a round weighs on both sides alike.
+    fn side_of(index: u32) -> Side {
+        if matches!(index % 4, 0 | 3) { Side::Up } else { Side::Down }
+    }
+
+    fn clear_round(&mut self) {
+        self.up_goodputs.clear();
+        self.down_goodputs.clear();
+        self.round_windows = 0;
+    }
+
+    fn guard_fires(&self, observation: &WindowObservation) -> bool {
+        let attempts = observation.committed + observation.aborted;
+        #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
+        let aborts_high = self
+            .config
+            .abort_ratio_max
+            .is_some_and(|max| attempts > 0 && observation.aborted as f64 / attempts as f64 > max);
+        let latency_high = self.config.latency_us_max.is_some_and(|max| observation.latency_us > max);
+        (aborts_high || latency_high) && self.centre > f64::from(self.config.batch_size_min)
+    }
+
+    fn decide(&mut self) -> Decision {
+        let up = median(&mut self.up_goodputs);
+        let down = median(&mut self.down_goodputs);
+        let tolerance = self.config.tolerance_ratio;
+        let centre = self.centre_size();
+        let winner = if up > down * (1.0 + tolerance) {
+            Some(Side::Up)
+        } else if down > up * (1.0 + tolerance) {
+            Some(Side::Down)
+        } else if centre == self.config.batch_size_min && centre < self.config.batch_size_max {
+            // A tie at a bound: the side at the bound is the centre itself, so the round only
+            // learned that the inward side is no worse. Moving inward costs at most the
+            // tolerance, while staying would leave a plateau that starts at the bound unexplored.
+            Some(Side::Up)
+        } else if centre == self.config.batch_size_max && centre > self.config.batch_size_min {
+            Some(Side::Down)
+        } else {
+            None
+        };
+        // The winning side becomes the centre (clamped to the bounds).
+        let (size_min, size_max) = (f64::from(self.config.batch_size_min), f64::from(self.config.batch_size_max));
+        let (decision, clamped) = match winner {
+            Some(Side::Up) => {
+                let side = (self.centre * self.step_ratio).max(f64::from(self.side_size(Side::Up)));
+                self.centre = side.min(size_max);
+                (Decision::Larger, side >= size_max)
+            }
+            Some(Side::Down) => {
+                let side = (self.centre / self.step_ratio).min(f64::from(self.side_size(Side::Down)));
+                self.centre = side.max(size_min);
+                (Decision::Smaller, side <= size_min)
+            }
+            None => (Decision::Plateau, false),
+        };
+        // The next round's step grows while moves keep one direction (a far peak is reached in
+        // a few rounds), and shrinks at a reversal, a tie, or a move cut short by a bound (the
+        // peak is near, or at the bound).
+        let (min, max) = (self.config.step_ratio_min, self.config.step_ratio_max);
+        match (winner, self.last_move) {
+            (Some(side), Some(last)) if side == last && !clamped => self.step_ratio = self.step_ratio.powi(2).min(max),
+            (Some(_), None) if !clamped => {}
+            _ => self.step_ratio = self.step_ratio.sqrt().max(min),
+        }
+        self.last_move = winner;
+        let level = f64::midpoint(up, down);
+        let shifted = match (self.level, self.config.level_shift_ratio) {
+            (Some(previous), Some(ratio)) => level > previous * (1.0 + ratio) || level * (1.0 + ratio) < previous,
+            _ => false,
+        };
+        self.level = Some(level);
+        self.rounds_since_reprobe += 1;
+        if shifted {
+            // The workload changed: search again as from the start.
+            self.rounds_since_reprobe = 0;
+            self.step_ratio = self.step_ratio.max(self.config.step_ratio_initial);
+            self.last_move = None;
+        } else if self.rounds_since_reprobe >= self.config.reprobe_every_rounds {
+            self.rounds_since_reprobe = 0;
+            self.step_ratio = self.step_ratio.max(self.config.step_ratio_reprobe);
+        }
+        let centre = self.centre_size();
+        assert!(
+            (self.config.batch_size_min..=self.config.batch_size_max).contains(&centre),
+            "centre {centre} left its bounds"
+        );
+        decision
+    }
+
+    /// `size` rounded and clamped to the bounds.
+    fn size_at(&self, size: f64) -> u32 {
+        let (min, max) = (f64::from(self.config.batch_size_min), f64::from(self.config.batch_size_max));
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to [min, max] of u32")]
+        let size = size.clamp(min, max).round() as u32;
+        size
+    }
+}
+
+/// Median of a non-empty slice (mean of the middle two for even lengths); sorts it in place.
+fn median(values: &mut [f64]) -> f64 {
+    assert!(!values.is_empty(), "median of no windows");
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
+}
