@@ -270,11 +270,12 @@ pub fn analytic_abort_rate() -> Measure<TpccPoint> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::commands::bench::threads::IndexArg;
-    use crate::commands::bench::threads::ThreadsKnobs;
-    use crate::commands::bench::workloads::TpccKnobs;
     use ordo_threads::ProtocolKind;
+
+    use super::*;
+    use crate::commands::bench::durability::DurabilityKnobs;
+    use crate::commands::bench::threads::{IndexArg, ThreadsKnobs};
+    use crate::commands::bench::workloads::TpccKnobs;
 
     /// A hybrid run as `ordo bench` records it: Silo, 2 threads, contention degree 0.2, 100
     /// commits of which 20 analytic, over one second.
@@ -296,6 +297,7 @@ mod tests {
                 versions: None,
                 epoch_ms: Some(40),
                 analytic_range: Some(0.2),
+                log: DurabilityKnobs::default(),
             },
         };
         let json = serde_json::json!({
