@@ -19,9 +19,9 @@
 //! runs every point for 1 s after 0.3 s of warm-up, once: every experiment in about ten minutes
 //! on two cores. Without it, the paper's experiments scale its runs (10 runs of 60 s after 10 s
 //! of warm-up, on a 16 GB Xeon) to this machine: 3 runs of 10 s after 2 s of warm-up per point;
-//! `tpcc` and `hybrid` run 3 runs of 2 s after 1 s of warm-up (TPC-C on the threads engine
-//! settles within a second, and their 36 points then take about eight minutes).
-//! `--duration` and `--warmup` override either.
+//! `tpcc` and `hybrid` run 3 runs of 2 s after 1 s of warm-up (their 36 points then take about
+//! eight minutes; at 10 s they would take half an hour). `--duration` and `--warmup` override
+//! either. Each experiment prints its claims table as it finishes; the report keeps them all.
 
 mod experiments;
 mod series;
@@ -44,8 +44,8 @@ pub struct FiguresArgs {
     /// Output folder (created if missing).
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Runs per point (mean, standard deviation, error bars), 1..=1000; default 1 with
-    /// --quick, else 3.
+    /// Runs per point (error bars: one standard deviation; tpcc and hybrid plot medians),
+    /// 1..=1000; default 1 with --quick, else 3.
     #[arg(long)]
     pub runs: Option<usize>,
     /// Measured seconds per point, more than 0 and at most 86400; default 1 with --quick, else
