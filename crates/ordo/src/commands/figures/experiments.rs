@@ -2,7 +2,7 @@
 //! checks. Paper values are read off its figures (`~`) or quoted from its text; `tpcc` and
 //! `hybrid` quote seed 003's text (ERMIA against Silo) instead.
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use ordo_figures::{Claim, ExperimentReport, LineChart, PercentileChart, render_line, render_percentiles};
 use ordo_harness::RunResult;
 use ordo_pipeline::Mode;
@@ -1187,6 +1187,9 @@ struct Relative {
 fn hybrid(ctx: &Context) -> Result<ExperimentReport> {
     let (results, command) = sweep(ctx, "hybrid", hybrid_bench())?;
     let points = tpcc_points(ctx, "hybrid", &results)?;
+    if points.iter().any(|p| p.config.analytic_range.is_none()) {
+        bail!("hybrid.json holds a plain TPC-C result, without a contention degree");
+    }
     let mut report = section("hybrid", command);
     let at = |protocol: ThreadsProtocol, range: f64| {
         point(&points, &format!("{} at contention degree {range}", protocol.name()), |c| {
@@ -1206,7 +1209,11 @@ fn hybrid(ctx: &Context) -> Result<ExperimentReport> {
         Ok(relative)
     };
     let x_label = "Contention degree (% of the warehouse's customers scanned)";
-    let what = format!("{}, 1 warehouse", threads_label(HYBRID_THREADS));
+    let what = format!(
+        "{}, {HYBRID_WAREHOUSES} warehouse{}",
+        threads_label(HYBRID_THREADS),
+        if HYBRID_WAREHOUSES == 1 { "" } else { "s" }
+    );
     let relative_series = |r: &Relative| protocol_name(r.protocol);
     let relative_x = |r: &Relative| r.percent;
     for (file, title, label, measure) in [
@@ -1220,16 +1227,11 @@ fn hybrid(ctx: &Context) -> Result<ExperimentReport> {
     ] {
         let relative = relative(measure)?;
         let view = View { results: &relative, series: &relative_series, x: &relative_x };
-        let mut chart = view.line(
-            &format!("{title}, {what}"),
-            x_label,
-            &Measure { label: "", value: |r: &Relative| r.value, std: None },
-        );
-        chart.y_label = label.into();
+        let chart = view.line(&format!("{title}, {what}"), x_label, &Measure { label, value: |r| r.value, std: None });
         draw_line(ctx, &mut report, file, &chart)?;
     }
     let series = |p: &TpccPoint| protocol_name(p.config.protocol);
-    let percent = |p: &TpccPoint| 100.0 * p.config.analytic_range.unwrap_or(f64::NAN);
+    let percent = |p: &TpccPoint| 100.0 * p.config.analytic_range.unwrap_or_default();
     let view = View { results: &points, series: &series, x: &percent };
     draw_line(
         ctx,
