@@ -84,7 +84,7 @@ pub mod two_phase;
 pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
-pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
+pub use driver::{ReorderTuning, TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
 pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};
