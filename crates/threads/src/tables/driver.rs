@@ -273,11 +273,12 @@ impl TablesConfig {
 /// noise (about 1/sqrt(commits), under 2%) stays below the controller's 3% tolerance, and a
 /// round (three windows a side) takes about 300 ms: some thirty rounds in a ten-second run.
 ///
-/// The upper bound, 32 transactions per thread, is past the best fixed sizes measured on two
-/// threads (YCSB at θ = 0.99: 4 to 8 per thread; beyond 16 per thread throughput falls), and
-/// where throughput is flat in the batch (TPC-C, two warehouses) it caps what a search that
-/// sees only goodput can cost in latency: a transaction waits behind its share, so latency
-/// grows with the batch (p99 0.2 ms at 2 per thread, 1.3 ms at 32, 5 ms at 128).
+/// The upper bound, 32 transactions per thread, is where measured throughput stops growing
+/// on two threads: from 4 per thread up, YCSB at θ = 0.99 (10M records) and TPC-C (two
+/// warehouses) change by less than the run-to-run spread, and 64 or 128 per thread were no
+/// faster than 32. Latency, though, grows with the batch (a transaction waits behind its
+/// share: TPC-C's p99 0.2 ms at 2 per thread, 1.2 ms at 32, 5 ms at 128), so the bound caps
+/// what a search that sees only goodput can cost on such a plateau.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReorderTuning {
     /// Shortest measurement window.
