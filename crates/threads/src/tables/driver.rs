@@ -275,8 +275,8 @@ impl TablesConfig {
 ///
 /// The upper bound, 32 transactions per thread, is where measured throughput stops growing
 /// on two threads: from 4 per thread up, YCSB at θ = 0.99 (10M records) and TPC-C (two
-/// warehouses) change by less than the run-to-run spread, and 64 or 128 per thread were no
-/// faster than 32. Latency, though, grows with the batch (a transaction waits behind its
+/// warehouses) change by less than the run-to-run spread, and 64 or 128 per thread gained
+/// nothing beyond it over 32. Latency, though, grows with the batch (a transaction waits behind its
 /// share: TPC-C's p99 0.2 ms at 2 per thread, 1.2 ms at 32, 5 ms at 128), so the bound caps
 /// what a search that sees only goodput can cost on such a plateau.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
