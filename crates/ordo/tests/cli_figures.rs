@@ -62,3 +62,151 @@ fn unknown_experiments_are_errors() {
     ordo().args(["figures", "fig99"]).assert().code(2).stderr(contains("invalid value 'fig99'"));
     ordo().args(["figures", "fvs", "--runs", "0"]).assert().code(1).stderr(contains("--runs"));
 }
+
+/// The claims table of `section` (its title's start) in a report: (quantity, source, ordo) per row.
+fn claims(report: &str, section: &str) -> Vec<(String, String, String)> {
+    let start = report.find(&format!("## {section}")).unwrap_or_else(|| panic!("no section {section:?} in\n{report}"));
+    let text = &report[start..];
+    let text = &text[..text[3..].find("\n## ").map_or(text.len(), |end| end + 3)];
+    text.lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| quantity"))
+        .map(|line| {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            (cells[0].trim_start_matches("| ").to_owned(), cells[1].to_owned(), cells[2].to_owned())
+        })
+        .collect()
+}
+
+/// The row whose quantity starts with `quantity`.
+fn row<'a>(claims: &'a [(String, String, String)], quantity: &str) -> &'a (String, String, String) {
+    claims
+        .iter()
+        .find(|(q, _, _)| q.starts_with(quantity))
+        .unwrap_or_else(|| panic!("no claim {quantity:?} in {claims:?}"))
+}
+
+/// A ratio as the seed 003 claims show it, or why there is none.
+fn shown(numerator: f64, denominator: f64, why: &str) -> String {
+    if denominator > 0.0 { format!("{:.2}x", numerator / denominator) } else { format!("undefined: {why} is 0") }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
+}
+
+// Long enough that a point commits something on a loaded machine, short enough for a test.
+const TINY: [&str; 4] = ["--duration", "0.2", "--warmup", "0.05"];
+
+#[test]
+fn tpcc_compares_bindings_with_seed_003() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = ordo()
+        .args(["figures", "tpcc", "--runs", "1"])
+        .args(TINY)
+        .arg("--out")
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_mins(10))
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&output.get_output().stdout).into_owned();
+    for binding in ["fixed", "random"] {
+        for chart in ["tps", "tpmc", "abort"] {
+            for extension in ["svg", "png"] {
+                let file = format!("tpcc_{binding}_{chart}.{extension}");
+                assert!(dir.path().join(&file).exists(), "missing {file}");
+            }
+        }
+    }
+    for file in ["tpcc.json", "tpcc.csv", "tpcc.runs.jsonl", "REPORT.md"] {
+        assert!(dir.path().join(file).exists(), "missing {file}");
+    }
+    let report = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+    let claims = claims(&report, "Seed 003, TPC-C");
+    // Every claim is read from the data: a value, or a reason there is none; never "n/a".
+    for (quantity, source, ordo) in &claims {
+        assert!(!ordo.contains("n/a") && !source.contains("n/a"), "{quantity}: {source} | {ordo}");
+        assert!(stdout.contains(&format!("| {quantity} | {source} | {ordo} |")), "stdout lacks {quantity}");
+    }
+    assert_eq!(
+        row(&claims, "mvcc_si / silo throughput, fixed binding").1,
+        "0.90x (ERMIA-SI 10% below Silo at its peak)"
+    );
+    assert_eq!(row(&claims, "silo random / fixed binding").1, "~0.70x (Silo lost about 30%)");
+    // The number shown is the one in the data file next to the report.
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("tpcc.json")).unwrap()).unwrap();
+    assert_eq!(records.len(), 24, "6 protocols x 2 bindings x 2 thread counts");
+    let most = records.iter().map(|r| r["config"]["threads"].as_u64().unwrap()).max().unwrap();
+    let tps = |protocol: &str, binding: &str| {
+        records
+            .iter()
+            .find(|r| r["mode"] == protocol && r["config"]["binding"] == binding && r["config"]["threads"] == most)
+            .unwrap()["throughput_tps"]
+            .as_f64()
+            .unwrap()
+    };
+    let expected = shown(tps("silo", "random"), tps("silo", "fixed"), "silo's fixed-binding throughput");
+    assert_eq!(row(&claims, "silo random / fixed binding").2, expected);
+}
+
+#[test]
+fn hybrid_normalizes_to_mvcc_si_and_a_renamed_key_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        ordo()
+            .args(["figures", "hybrid", "--runs", "2"])
+            .args(TINY)
+            .arg("--out")
+            .arg(dir.path())
+            .timeout(std::time::Duration::from_mins(10))
+            .assert()
+    };
+    run().success();
+    for chart in ["total_relative", "analytic_relative", "tps", "analytic_tps", "analytic_abort"] {
+        for extension in ["svg", "png"] {
+            let file = format!("hybrid_{chart}.{extension}");
+            assert!(dir.path().join(&file).exists(), "missing {file}");
+        }
+    }
+    for file in ["hybrid.json", "hybrid.csv", "REPORT.md"] {
+        assert!(dir.path().join(file).exists(), "missing {file}");
+    }
+    let report = std::fs::read_to_string(dir.path().join("REPORT.md")).unwrap();
+    let claims = claims(&report, "Seed 003, the hybrid workload");
+    for (quantity, source, ordo) in &claims {
+        assert!(!ordo.contains("n/a") && !source.contains("n/a"), "{quantity}: {source} | {ordo}");
+    }
+    assert_eq!(
+        row(&claims, "silo / mvcc_si total throughput at 60%").1,
+        "0.59x (Silo's throughput is 59% of ERMIA-SI's)"
+    );
+    assert_eq!(row(&claims, "silo / mvcc_si analytic throughput at 1%").1, "0.65x");
+    // The analytic ratio is the medians' of the logged runs: each run's rate split as its
+    // commits are, by the `analytic` key.
+    let log = dir.path().join("hybrid.runs.jsonl");
+    let runs: Vec<serde_json::Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(runs.len(), 24, "3 protocols x 4 contention degrees x 2 runs");
+    let analytic = |protocol: &str, range: f64| {
+        median(
+            runs.iter()
+                .filter(|r| r["mode"] == protocol && r["config"]["analytic_range"] == range)
+                .map(|r| {
+                    let commits = r["commits"].as_f64().unwrap();
+                    let analytic = r["commits_by_procedure"].get("analytic").map_or(0.0, |v| v.as_f64().unwrap());
+                    if commits > 0.0 { r["throughput_tps"].as_f64().unwrap() * analytic / commits } else { 0.0 }
+                })
+                .collect(),
+        )
+    };
+    let expected = shown(analytic("silo", 0.6), analytic("mvcc_si", 0.6), "mvcc_si's analytic throughput");
+    assert_eq!(row(&claims, "silo / mvcc_si analytic throughput at 60%").2, expected);
+
+    // Rename the analytic transaction in the logged runs: the same command reuses them, and
+    // reading them must fail and say why, not print "n/a".
+    let renamed = std::fs::read_to_string(&log).unwrap().replace("\"analytic\":", "\"analytics\":");
+    std::fs::write(&log, renamed).unwrap();
+    run().failure().stderr(contains("`analytics`")).stderr(contains("not a transaction type"));
+}

@@ -567,7 +567,7 @@ fn same_configuration(a: &RunInfo, b: &RunInfo) -> bool {
 }
 
 /// The runs of engine `C` in a runs log (runs of other engines are skipped).
-fn read_runs_log<C: Described>(path: &Path) -> Result<Vec<RunResult<C>>> {
+pub fn read_runs_log<C: Described>(path: &Path) -> Result<Vec<RunResult<C>>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

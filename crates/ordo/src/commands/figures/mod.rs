@@ -1,23 +1,31 @@
 //! `ordo figures <name>`: each of the paper's experiments as one command, writing its data
 //! (JSON, CSV), its charts (SVG, PNG) and a report that sets every chart beside the paper's
-//! claim and the ratio ordo measured.
+//! claim and the ratio ordo measured. Two more reproduce seed 003's comparisons of ERMIA
+//! against Silo on ordo's thread-per-worker engine over its storage engine: `tpcc` (TPC-C with
+//! fixed against random warehouse binding, at 1 and 2 threads) and `hybrid` (TPC-C plus the
+//! analytic transaction, total and analytic throughput normalized to `mvcc_si` against the
+//! contention degree).
 //!
 //! ```text
 //!  experiment ──ordo bench / fvs-bench (runs logged per run)──> <out>/<name>.json, .csv
-//!                                                                    │ read back
-//!                                         charts <── ordo-figures <──┤
-//!                                   REPORT.md <── claims computed <──┘
+//!                                                                    │ read back (typed;
+//!                                         charts <── ordo-figures <──┤  tpcc, hybrid: medians
+//!                                   REPORT.md <── claims computed <──┘  of the logged runs)
 //! ```
 //!
 //! Every run is appended to `<out>/<name>.runs.jsonl` as it finishes; running the same command
 //! again at the same git revision reuses those runs, so an interrupted experiment resumes where
 //! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick`
-//! runs every experiment in under ten minutes on two cores; the default scales the paper's runs
-//! (10 runs of 60 s after 10 s of warm-up, on a 16 GB Xeon) to this machine: 3 runs of 10 s
-//! after 2 s of warm-up per point.
+//! runs every point for 1 s after 0.3 s of warm-up, once: every experiment in about ten minutes
+//! on two cores. Without it, the paper's experiments scale its runs (10 runs of 60 s after 10 s
+//! of warm-up, on a 16 GB Xeon) to this machine: 3 runs of 10 s after 2 s of warm-up per point;
+//! `tpcc` and `hybrid` run 3 runs of 2 s after 1 s of warm-up (their 36 points then take about
+//! eight minutes; at 10 s they would take half an hour). `--duration` and `--warmup` override
+//! either. Each experiment prints its claims table as it finishes; the report keeps them all.
 
 mod experiments;
 mod series;
+mod tpcc;
 
 use std::path::{Path, PathBuf};
 
@@ -30,16 +38,24 @@ pub struct FiguresArgs {
     /// The experiment, or all of them.
     #[arg(value_enum)]
     pub name: ExperimentName,
-    /// A first look: short runs, every experiment in under ten minutes on two cores.
+    /// A first look: short runs, every experiment in about ten minutes on two cores.
     #[arg(long)]
     pub quick: bool,
     /// Output folder (created if missing).
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Runs per point (mean, standard deviation, error bars), 1..=1000; default 1 with
-    /// --quick, else 3.
+    /// Runs per point (error bars: one standard deviation; tpcc and hybrid plot medians),
+    /// 1..=1000; default 1 with --quick, else 3.
     #[arg(long)]
     pub runs: Option<usize>,
+    /// Measured seconds per point, more than 0 and at most 86400; default 1 with --quick, else
+    /// the experiment's own (10; tpcc and hybrid 2).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Warm-up seconds per point, at most 86400; default 0.3 with --quick, else the
+    /// experiment's own (2; tpcc and hybrid 1).
+    #[arg(long)]
+    pub warmup: Option<f64>,
     /// Discard finished runs in the output folder and measure everything again.
     #[arg(long)]
     pub fresh: bool,
@@ -66,8 +82,33 @@ pub enum ExperimentName {
     Postgres,
     /// Figures 26-28: parallel reorder workers.
     ReorderWorkers,
+    /// Seed 003: TPC-C, fixed against random warehouse binding.
+    Tpcc,
+    /// Seed 003: TPC-C plus an analytic transaction, against the contention degree.
+    Hybrid,
     /// Every experiment, in this order.
     All,
+}
+
+/// How long each point of an experiment runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// Seconds run before measuring.
+    pub warmup_s: f64,
+}
+
+/// Every experiment with `--quick`.
+const QUICK_TIMING: Timing = Timing { duration_s: 1.0, warmup_s: 0.3 };
+
+/// Whose claims an experiment checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The paper ordo implements (Ding, Kot, Gehrke, PVLDB 12(2), 2018).
+    Paper,
+    /// Seed 003: ERMIA against Silo (Kim, Wang, Johnson, Pandis, SIGMOD 2016).
+    Seed003,
 }
 
 /// What every experiment needs.
@@ -92,7 +133,26 @@ impl Context {
 pub fn validate(args: &FiguresArgs) -> Result<usize> {
     let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
     super::bench::values::within("--runs", [runs], 1, super::bench::RUNS_MAX)?;
+    if let Some(duration) = args.duration
+        && !(duration.is_finite() && duration > 0.0 && duration <= super::bench::PHASE_S_MAX)
+    {
+        bail!("--duration {duration}: must be more than 0 and at most {} seconds", super::bench::PHASE_S_MAX);
+    }
+    if let Some(warmup) = args.warmup
+        && !(warmup.is_finite() && (0.0..=super::bench::PHASE_S_MAX).contains(&warmup))
+    {
+        bail!("--warmup {warmup}: must be from 0 to {} seconds", super::bench::PHASE_S_MAX);
+    }
     Ok(runs)
+}
+
+/// The timing of `experiment`'s points under these flags.
+fn timing(args: &FiguresArgs, experiment: &experiments::Experiment) -> Timing {
+    let default = if args.quick { QUICK_TIMING } else { experiment.timing };
+    Timing {
+        duration_s: args.duration.unwrap_or(default.duration_s),
+        warmup_s: args.warmup.unwrap_or(default.warmup_s),
+    }
 }
 
 pub fn run(args: &FiguresArgs) -> Result<()> {
@@ -107,33 +167,65 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
     };
     let runs = validate(args)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let ctx = Context {
-        out: args.out.clone(),
-        quick: args.quick,
-        runs,
-        fresh: args.fresh,
-        duration_s: if args.quick { 1.0 } else { 10.0 },
-        warmup_s: if args.quick { 0.3 } else { 2.0 },
-    };
-    let mut sections: Vec<ExperimentReport> = Vec::new();
+    let mut sections: Vec<Section> = Vec::new();
     for name in names {
         let experiment = experiments::ALL.iter().find(|e| e.name == name).expect("known experiment");
+        let timing = timing(args, experiment);
+        let ctx = Context {
+            out: args.out.clone(),
+            quick: args.quick,
+            runs,
+            fresh: args.fresh,
+            duration_s: timing.duration_s,
+            warmup_s: timing.warmup_s,
+        };
         eprintln!("== {}: {}", experiment.name, experiment.title);
-        let section = (experiment.run)(&ctx).with_context(|| format!("experiment {name}"))?;
-        sections.push(section);
-        write_report(args, &ctx, &sections)?;
+        let report = (experiment.run)(&ctx).with_context(|| format!("experiment {name}"))?;
+        print_claims(&report);
+        sections.push(Section { report, timing, source: experiment.source });
+        write_report(args, runs, &sections)?;
     }
     eprintln!("wrote {}", args.out.join("REPORT.md").display());
     Ok(())
 }
 
-fn write_report(args: &FiguresArgs, ctx: &Context, sections: &[ExperimentReport]) -> Result<()> {
+/// The claims of a finished experiment on stdout, as the report shows them.
+fn print_claims(report: &ExperimentReport) {
+    if report.claims.is_empty() {
+        return;
+    }
+    println!("{}\n\n| quantity | source | ordo | direction |\n|---|---|---|---|", report.title);
+    for claim in &report.claims {
+        let direction = match claim.agrees {
+            Some(true) => "same",
+            Some(false) => "opposite",
+            None => "",
+        };
+        println!("| {} | {} | {} | {direction} |", claim.quantity, claim.paper, claim.ordo);
+    }
+    println!();
+}
+
+/// One finished experiment of a report, and how it ran.
+struct Section {
+    report: ExperimentReport,
+    timing: Timing,
+    source: Source,
+}
+
+fn write_report(args: &FiguresArgs, runs: usize, sections: &[Section]) -> Result<()> {
     let mut command = format!("ordo figures {}", super::bench::value_name(&args.name));
     if args.quick {
         command.push_str(" --quick");
     }
     if args.runs.is_some() {
-        command.push_str(&format!(" --runs {}", ctx.runs));
+        command.push_str(&format!(" --runs {runs}"));
+    }
+    if let Some(duration) = args.duration {
+        command.push_str(&format!(" --duration {duration}"));
+    }
+    if let Some(warmup) = args.warmup {
+        command.push_str(&format!(" --warmup {warmup}"));
     }
     command.push_str(&format!(" --out {}", args.out.display()));
     let report = Report {
@@ -142,22 +234,55 @@ fn write_report(args: &FiguresArgs, ctx: &Context, sections: &[ExperimentReport]
         date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
         revision: git_revision(),
         command,
-        preamble: vec![format!(
-            "Each point: {} s measured after {} s of warm-up, {} run{} per point{}. Ratios are ordo's own, \
-             measured in the same sweep; the paper's values are read off its figures or quoted from its text \
-             (Ding, Kot, Gehrke, PVLDB 12(2), 2018). Compare shapes and ratios, not absolute numbers: the \
-             paper ran a Java prototype on a 16 GB Xeon E5-2630. The direction column says only whether \
-             ordo's effect goes the paper's way; where its size falls short of the paper's, the notes and \
-             BENCHMARKS.md say why.",
-            ctx.duration_s,
-            ctx.warmup_s,
-            ctx.runs,
-            if ctx.runs == 1 { "" } else { "s" },
-            if ctx.runs > 1 { " (error bars: one standard deviation)" } else { "" },
-        )],
-        experiments: sections.to_vec(),
+        preamble: preamble(runs, sections),
+        experiments: sections.iter().map(|s| s.report.clone()).collect(),
     };
-    report.write(&ctx.out).with_context(|| format!("cannot write {}", ctx.out.join("REPORT.md").display()))
+    report.write(&args.out).with_context(|| format!("cannot write {}", args.out.join("REPORT.md").display()))
+}
+
+/// How the points ran (one sentence per timing, naming the experiments when they differ) and
+/// whose claims the sections check.
+fn preamble(runs: usize, sections: &[Section]) -> Vec<String> {
+    let mut timings: Vec<(Timing, Vec<&str>)> = Vec::new();
+    for section in sections {
+        match timings.iter_mut().find(|(timing, _)| *timing == section.timing) {
+            Some((_, names)) => names.push(&section.report.name),
+            None => timings.push((section.timing, vec![&section.report.name])),
+        }
+    }
+    let each = timings
+        .iter()
+        .map(|(timing, names)| {
+            let which = if timings.len() > 1 { format!(" ({})", names.join(", ")) } else { String::new() };
+            format!("{} s measured after {} s of warm-up{which}", timing.duration_s, timing.warmup_s)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let spread = if runs > 1 { " (error bars: one standard deviation)" } else { "" };
+    let mut paragraphs = vec![format!(
+        "Each point: {each}, {runs} run{} per point{spread}. Ratios are ordo's own, measured in the same sweep. \
+         Compare shapes and ratios, not absolute numbers. The direction column says only whether ordo's effect \
+         goes the source's way; where its size falls short, the notes and BENCHMARKS.md say why.",
+        if runs == 1 { "" } else { "s" },
+    )];
+    if sections.iter().any(|s| s.source == Source::Paper) {
+        paragraphs.push(
+            "The paper's values are read off its figures (`~`) or quoted from its text (Ding, Kot, Gehrke, \
+             PVLDB 12(2), 2018); it ran a Java prototype on a 16 GB Xeon E5-2630."
+                .into(),
+        );
+    }
+    if sections.iter().any(|s| s.source == Source::Seed003) {
+        paragraphs.push(
+            "The tpcc and hybrid sections compare with seed 003 instead, ERMIA against Silo (Kim, Wang, Johnson, \
+             Pandis, SIGMOD 2016), whose numbers are quoted from its evaluation's text (24 worker threads on four \
+             6-core Xeon E7-4807); their points are medians of the runs. ordo's `mvcc_si` plays ERMIA-SI and \
+             `ssi` (the serial safety net over snapshot isolation) ERMIA-SSI, both on the same engine and \
+             storage as its `silo`."
+                .into(),
+        );
+    }
+    paragraphs
 }
 
 /// `2 cores (AMD EPYC), 24 GiB`.

@@ -1,26 +1,29 @@
 //! Turning result records into chart data: one series per configuration, points along an axis.
+//! A view reads any kind of record (`R`): the engines' results as the harness writes them, or
+//! points computed from them (TPC-C's medians over runs, ratios to a baseline).
 
 use ordo_figures::{LineChart, PercentileChart, PercentileGroup, Point, Series};
 use ordo_harness::RunResult;
 use ordo_pipeline::Mode;
 
-/// How to read a chart out of a set of results (of one engine, whose description is `C`).
-pub struct View<'a, C> {
-    pub results: &'a [RunResult<C>],
-    /// The series (legend entry) a result belongs to.
-    pub series: &'a dyn Fn(&RunResult<C>) -> String,
+/// How to read a chart out of a set of records (`R`: e.g. the results of one engine,
+/// `RunResult<C>`).
+pub struct View<'a, R> {
+    pub results: &'a [R],
+    /// The series (legend entry) a record belongs to.
+    pub series: &'a dyn Fn(&R) -> String,
     /// Its position on the x axis.
-    pub x: &'a dyn Fn(&RunResult<C>) -> f64,
+    pub x: &'a dyn Fn(&R) -> f64,
 }
 
 /// A measurement drawn on the y axis, with its standard deviation over runs if known.
-pub struct Measure<C> {
+pub struct Measure<R> {
     pub label: &'static str,
-    pub value: fn(&RunResult<C>) -> f64,
-    pub std: Option<fn(&RunResult<C>) -> f64>,
+    pub value: fn(&R) -> f64,
+    pub std: Option<fn(&R) -> f64>,
 }
 
-pub fn throughput<C>() -> Measure<C> {
+pub fn throughput<C>() -> Measure<RunResult<C>> {
     Measure {
         label: "Throughput (committed transactions/s)",
         value: |r| r.throughput_tps,
@@ -28,7 +31,7 @@ pub fn throughput<C>() -> Measure<C> {
     }
 }
 
-pub fn latency_mean<C>() -> Measure<C> {
+pub fn latency_mean<C>() -> Measure<RunResult<C>> {
     Measure {
         label: "Average latency (µs)",
         value: |r| r.latency_us.mean,
@@ -36,7 +39,7 @@ pub fn latency_mean<C>() -> Measure<C> {
     }
 }
 
-pub fn latency_p99<C>() -> Measure<C> {
+pub fn latency_p99<C>() -> Measure<RunResult<C>> {
     Measure {
         label: "99th percentile latency (µs)",
         value: |r| r.latency_us.p99,
@@ -44,7 +47,7 @@ pub fn latency_p99<C>() -> Measure<C> {
     }
 }
 
-pub fn abort_rate<C>() -> Measure<C> {
+pub fn abort_rate<C>() -> Measure<RunResult<C>> {
     Measure {
         label: "Abort rate (% of attempts)",
         value: |r| 100.0 * r.abort_rate,
@@ -52,13 +55,13 @@ pub fn abort_rate<C>() -> Measure<C> {
     }
 }
 
-pub fn latency_max<C>() -> Measure<C> {
+pub fn latency_max<C>() -> Measure<RunResult<C>> {
     Measure { label: "Maximum latency (µs)", value: |r| r.latency_us.max, std: None }
 }
 
-impl<C> View<'_, C> {
+impl<R> View<'_, R> {
     /// Series in order of first appearance, points sorted by x.
-    pub fn line(&self, title: &str, x_label: &str, measure: &Measure<C>) -> LineChart {
+    pub fn line(&self, title: &str, x_label: &str, measure: &Measure<R>) -> LineChart {
         let mut series: Vec<Series> = Vec::new();
         for result in self.results {
             let name = (self.series)(result);
@@ -77,7 +80,9 @@ impl<C> View<'_, C> {
         }
         LineChart { title: title.into(), x_label: x_label.into(), y_label: measure.label.into(), series, log_y: None }
     }
+}
 
+impl<C> View<'_, RunResult<C>> {
     /// One group per x value (labelled by `group_label`), one bar per series: 90th, 99th,
     /// 99.9th, 99.99th percentile and maximum latency, as the paper draws them.
     pub fn percentiles(&self, title: &str, group_label: &dyn Fn(f64) -> String) -> PercentileChart {
