@@ -68,8 +68,8 @@ pub struct BatchSummary {
 /// run started, warm-up included): one entry at the start and one after every round of the
 /// controller, thinned evenly to a bounded length over long runs. Only the batching points the
 /// engine has are present: the pipeline's `storage`, `validator` and `flush` (messages per
-/// flush of the threaded runtime), the PostgreSQL tier's `batch` and `group`. A fixed knob
-/// reports its fixed size.
+/// flush of the threaded runtime), the PostgreSQL tier's `batch` and `group`, the threads
+/// engine's reorder `batch`. A fixed knob reports its fixed size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchSizeSample {
     pub t_ms: u64,

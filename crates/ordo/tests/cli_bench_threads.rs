@@ -78,7 +78,7 @@ fn history_feeds_the_checker() {
 #[test]
 fn bad_flags_fail_clearly() {
     // Exit status 2: clap refuses the value and lists the ones it takes; 1: out of range.
-    let cases: [(&[&str], i32, &str); 11] = [
+    let cases: [(&[&str], i32, &str); 13] = [
         (&["--mode", "srvc"], 1, "takes --protocol"),
         (&["--protocol", "occ"], 2, "invalid value 'occ' for '--protocol <PROTOCOL>'"),
         (&["--protocol", "reorder+serial"], 2, "possible values: silo, tictoc"),
@@ -89,7 +89,9 @@ fn bad_flags_fail_clearly() {
         (&["--workload", "ycsb", "--write-kind", "sideways"], 2, "[possible values: rmw, blind]"),
         (&["--protocol", "mvcc_si", "--verify"], 1, "does not promise"),
         (&["--protocol", "reorder", "--batch", "0"], 2, "expected `auto` or a whole number from 1 to 100000"),
-        (&["--protocol", "reorder", "--batch", "auto"], 1, "--batch auto: this knob has no batch-size controller"),
+        (&["--protocol", "reorder", "--batch", "20000"], 1, "--batch 20000: must be in 1..=10000"),
+        (&["--protocol", "reorder", "--threads", "4", "--batch", "auto,3"], 1, "3 transactions cannot feed 4 threads"),
+        (&["--protocol", "reorder", "--index", "array", "--batch", "8,auto"], 1, "or use --index tree, where auto"),
     ];
     for (args, status, expected) in cases {
         for engine in [&["bench", "--engine", "threads"][..], &["bench", "threads"]] {
@@ -109,4 +111,31 @@ fn bad_flags_fail_clearly() {
         .assert()
         .code(1)
         .stderr(contains("expected pipeline, threads or pg"));
+}
+
+#[test]
+fn reorder_batches_are_auto_by_default_and_a_number_fixes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    ordo()
+        .args(["bench", "threads", "--protocol", "silo,reorder", "--batch", "6,auto", "--workload", "smallbank"])
+        .args(["--mix", "conserved", "--keys", "500", "--theta", "0.8", "--verify"])
+        .args(["--duration", "1.5", "--warmup", "0.2", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stderr(contains("verified:"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 3, "silo once (it has no batch), reorder once per batch");
+    let silo = records.iter().find(|r| r["mode"] == "silo").unwrap();
+    assert!(silo["config"].get("batch").is_none() && silo.get("batch_sizes").is_none(), "{silo}");
+    let fixed = records.iter().find(|r| r["config"]["batch"] == 6).unwrap();
+    assert!(fixed.get("batch_sizes").is_none(), "a fixed batch is not tuned: {fixed}");
+    assert_eq!(fixed["batches"]["size_mean"], 6.0, "every batch held 6: {fixed}");
+    let auto = records.iter().find(|r| r["config"]["batch"] == "auto").unwrap();
+    let sizes: Vec<u64> =
+        auto["batch_sizes"].as_array().unwrap().iter().map(|s| s["batch"].as_u64().unwrap()).collect();
+    assert!(sizes.len() > 1, "at least one round of the controller: {auto}");
+    assert_eq!(sizes[0], 8, "auto starts at 4 per thread");
+    assert!(sizes.iter().all(|size| (2..=64).contains(size)), "within the threads and 32 per thread: {sizes:?}");
 }

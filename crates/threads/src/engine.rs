@@ -17,6 +17,8 @@
 //! its commit. Transactions never cross batch boundaries: each is assigned within its own batch,
 //! and a share moves between threads only whole. The main thread only sleeps and
 //! reports progress, so exactly `threads` threads are busy (plus Silo's sleeping epoch thread).
+//! The reorder batch is fixed here ([`EngineConfig::batch`]); the engine over tables
+//! ([`crate::tables::driver`]) also tunes it online (`auto`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

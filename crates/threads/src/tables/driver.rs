@@ -10,9 +10,37 @@
 //!                       generate `batch` txns ─> footprints ─> ThreadAssigner (§4.2:
 //!                       conflicting txns to the same thread) ─> each share to its queue;
 //!                       another queue waiting: take over its oldest share instead
-//!  main:     sleep, report progress every PROGRESS_MS; then stop, join, merge
+//!  main:     sleep, report progress every PROGRESS_MS; with `--batch auto`, close a
+//!            measurement window and set the next batch size (see below); then stop, join, merge
 //!  after:    quiesce every worker; workload.check through one read-only attempt
 //! ```
+//!
+//! ## The reorder batch size
+//!
+//! A larger batch gives the thread-aware assignment more transactions to group (fewer
+//! cross-thread conflicts) but costs more to assign (the conflict graph and the assignment
+//! grow as the square of the batch, so per transaction linearly) and makes a transaction wait
+//! longer in its share. The best size moves with the workload and its skew, so the batch is a
+//! [`BatchSize`] knob: a number fixes it; `auto` (the default) has the main thread tune it
+//! online with the batching crate's controller ([`ordo_batching::Tuner`]), as the pipeline and
+//! the PostgreSQL tier tune theirs:
+//!
+//! ```text
+//!  workers:  commit / abort ─> own WorkerCounts (relaxed stores, one cache line each)
+//!                                   │ summed by the main thread when a window may close
+//!  main:     BatchTuner: window ≥ window_us, and until it holds window_commits_min commits
+//!            (or lasts window_us_max) ─> WindowObservation ─> Tuner ─> size
+//!                                   │ BatchFront.batch_size (an atomic)
+//!  workers:  the next batch built reads it
+//! ```
+//!
+//! The signal is commits when they commit (with a log, before the log acknowledges them: the
+//! batch size changes execution, not the log's epochs, which would make windows lumpy). The
+//! search stays within `threads` (every thread gets a share) and
+//! [`ReorderTuning::batch_per_thread_max`] per thread (at most [`REORDER_BATCH_MAX`]), and
+//! starts at [`REORDER_BATCH_PER_THREAD`] per thread. A size set mid-run takes effect at the
+//! next batch built, within microseconds of a window of tens of milliseconds; batches already
+//! queued run as they were built. Results record the sizes chosen over time.
 //!
 //! With a write-ahead log (`wal`, `durability`), commits are acknowledged by the log, not at
 //! commit: each worker queues its committed transactions (epoch, start time, history entry;
@@ -33,12 +61,13 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
 use crossbeam::utils::CachePadded;
-use ordo_harness::{AbortCause, Recorder, Window};
+use ordo_batching::{BatchSize, ControllerConfig, Knob, Tuner, WindowObservation};
+use ordo_harness::{AbortCause, BatchSizeSample, Recorder, Window};
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FileDir, Logger, WorkerLog};
 use ordo_reorder::{ThreadAssigner, TxnFootprint};
@@ -74,8 +103,14 @@ const BACKOFF_SHIFT_MAX: u32 = 10;
 const CHECK_ATTEMPTS_MAX: usize = 3;
 /// Largest reorder batch (its conflict graph takes `n^2` bits).
 pub const REORDER_BATCH_MAX: usize = 10_000;
-/// Reorder batches hold this many transactions per thread unless set.
+/// `auto` reorder batches start at this many transactions per thread (the size the engine
+/// used before the batch was tuned).
 pub const REORDER_BATCH_PER_THREAD: usize = 4;
+/// The name of the reorder batch in the tuner and in results' `batch_sizes` (`batch`).
+pub const KNOB_BATCH: &str = "batch";
+/// Bounds of [`ReorderTuning`]'s windows: at least a millisecond, at most a minute.
+pub const TUNING_WINDOW_US_MIN: u64 = 1_000;
+pub const TUNING_WINDOW_US_MAX: u64 = 60_000_000;
 /// With a write-ahead log: committed transactions a worker holds unacknowledged, at most.
 /// A full queue makes the worker wait for the log (its memory stays bounded).
 pub const UNACKNOWLEDGED_PER_WORKER_MAX: usize = 1 << 16;
@@ -92,8 +127,11 @@ pub struct TablesConfig {
     pub protocol: ProtocolKind,
     /// Thread-aware batch assignment before execution (§4.2, §5.6).
     pub reorder: bool,
-    /// Transactions per reorder batch (`None`: [`REORDER_BATCH_PER_THREAD`] per thread).
-    pub batch: Option<usize>,
+    /// Transactions per reorder batch: `auto` (tuned while the engine runs, starting at
+    /// [`REORDER_BATCH_PER_THREAD`] per thread) or fixed.
+    pub batch: BatchSize,
+    /// How `auto` reorder batches are tuned.
+    pub tuning: ReorderTuning,
     /// Worker threads.
     pub threads: usize,
     pub index: Index,
@@ -119,7 +157,8 @@ impl Default for TablesConfig {
         TablesConfig {
             protocol: ProtocolKind::Silo,
             reorder: false,
-            batch: None,
+            batch: BatchSize::Auto,
+            tuning: ReorderTuning::default(),
             threads: 2,
             index: Index::Tree,
             epoch_ms: EPOCH_MS_DEFAULT,
@@ -138,9 +177,34 @@ impl TablesConfig {
         if self.protocol.concurrent() { self.threads } else { 1 }
     }
 
-    /// The reorder batch size.
-    pub fn effective_batch(&self) -> usize {
-        self.batch.unwrap_or(REORDER_BATCH_PER_THREAD * self.effective_threads())
+    /// The reorder batch size: the fixed one, or where `auto` starts.
+    pub fn initial_batch(&self) -> usize {
+        match self.batch.get() {
+            Some(size) => size as usize,
+            None => (REORDER_BATCH_PER_THREAD * self.effective_threads()).min(self.batch_size_max()),
+        }
+    }
+
+    /// The largest batch `auto` may choose: [`ReorderTuning::batch_per_thread_max`] per
+    /// thread, at most [`REORDER_BATCH_MAX`].
+    pub fn batch_size_max(&self) -> usize {
+        self.tuning.batch_per_thread_max.saturating_mul(self.effective_threads()).min(REORDER_BATCH_MAX)
+    }
+
+    /// The tuner's knobs: the reorder batch, searched between `threads` and
+    /// [`Self::batch_size_max`] (none without reordering).
+    pub fn knobs(&self) -> Vec<Knob> {
+        if !self.reorder {
+            return Vec::new();
+        }
+        // Bounds within the batching crate's (a validated configuration fits in u32).
+        let size = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let controller = ControllerConfig::with_bounds(
+            size(self.effective_threads()),
+            size(self.initial_batch()),
+            size(self.batch_size_max()),
+        );
+        vec![Knob { name: KNOB_BATCH, setting: self.batch, controller }]
     }
 
     /// The name results carry: the protocol, or `reorder` / `reorder+<protocol>`.
@@ -188,13 +252,96 @@ impl TablesConfig {
             if !self.protocol.concurrent() {
                 return invalid("reorder runs over a concurrent protocol, not serial".into());
             }
-            let batch = self.effective_batch();
-            if batch > REORDER_BATCH_MAX {
-                return invalid(format!("batch: {batch} transactions, at most {REORDER_BATCH_MAX}"));
+            if let Some(batch) = self.batch.get().map(|size| size as usize) {
+                if batch > REORDER_BATCH_MAX {
+                    return invalid(format!("batch: {batch} transactions, at most {REORDER_BATCH_MAX}"));
+                }
+                if batch < self.threads {
+                    return invalid(format!("batch: {batch} transactions cannot feed {} threads", self.threads));
+                }
             }
-            if batch < self.threads {
-                return invalid(format!("batch: {batch} transactions cannot feed {} threads", self.threads));
+        }
+        self.tuning.validate()
+    }
+}
+
+/// How `auto` reorder batches are tuned: the measurement windows and the search's upper bound.
+///
+/// The windows are the pipeline's (50 ms, held open until 2,000 commits, at most a second).
+/// At the rates this engine reaches on two cores (about 100,000 TPC-C and 250,000 YCSB commits
+/// per second with reordering) a 50 ms window counts several thousand commits, so counting
+/// noise (about 1/sqrt(commits), under 2%) stays below the controller's 3% tolerance, and a
+/// round (three windows a side) takes about 300 ms: some thirty rounds in a ten-second run.
+///
+/// The upper bound, 32 transactions per thread, is where measured throughput stops growing
+/// on two threads: from 4 per thread up, YCSB at θ = 0.99 (10M records) and TPC-C (two
+/// warehouses) change by less than the run-to-run spread, and 64 or 128 per thread gained
+/// nothing beyond it over 32. Latency, though, grows with the batch (a transaction waits behind its
+/// share: TPC-C's p99 0.2 ms at 2 per thread, 1.2 ms at 32, 5 ms at 128), so the bound caps
+/// what a search that sees only goodput can cost on such a plateau.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReorderTuning {
+    /// Shortest measurement window.
+    pub window_us: u64,
+    /// A window goes on past `window_us` until it holds this many commits, up to
+    /// `window_us_max`.
+    pub window_commits_min: u64,
+    /// Longest measurement window.
+    pub window_us_max: u64,
+    /// `auto` batches hold at most this many transactions per thread.
+    pub batch_per_thread_max: usize,
+    /// Most entries of the recorded size history.
+    pub history_len_max: usize,
+}
+
+impl Default for ReorderTuning {
+    fn default() -> Self {
+        ReorderTuning {
+            window_us: 50_000,
+            window_commits_min: 2_000,
+            window_us_max: 1_000_000,
+            batch_per_thread_max: 32,
+            history_len_max: 256,
+        }
+    }
+}
+
+impl ReorderTuning {
+    /// Checks every field against its bound.
+    ///
+    /// # Errors
+    /// [`TablesError::Config`] naming the first field out of bounds.
+    pub fn validate(&self) -> Result<(), TablesError> {
+        let invalid = |reason: String| Err(TablesError::Config(format!("reorder tuning: {reason}")));
+        let windows = TUNING_WINDOW_US_MIN..=TUNING_WINDOW_US_MAX;
+        for (field, window_us) in [("window_us", self.window_us), ("window_us_max", self.window_us_max)] {
+            if !windows.contains(&window_us) {
+                return invalid(format!(
+                    "{field} {window_us} is outside {TUNING_WINDOW_US_MIN}..={TUNING_WINDOW_US_MAX}"
+                ));
             }
+        }
+        if self.window_us_max < self.window_us {
+            return invalid(format!(
+                "window_us_max {} is shorter than window_us {}",
+                self.window_us_max, self.window_us
+            ));
+        }
+        if self.window_commits_min == 0 {
+            return invalid("window_commits_min must be at least 1".into());
+        }
+        if !(REORDER_BATCH_PER_THREAD..=REORDER_BATCH_MAX).contains(&self.batch_per_thread_max) {
+            return invalid(format!(
+                "batch_per_thread_max {} is outside {REORDER_BATCH_PER_THREAD}..={REORDER_BATCH_MAX}",
+                self.batch_per_thread_max
+            ));
+        }
+        if !(2..=ordo_batching::HISTORY_LEN_MAX).contains(&self.history_len_max) {
+            return invalid(format!(
+                "history_len_max {} is outside 2..={}",
+                self.history_len_max,
+                ordo_batching::HISTORY_LEN_MAX
+            ));
         }
         Ok(())
     }
@@ -235,6 +382,9 @@ pub struct TableRunReport {
     pub consistency: Result<ConsistencyReport, ConsistencyError>,
     /// With a write-ahead log: what it recovered and wrote.
     pub durability: Option<DurabilityReport>,
+    /// With `auto` reorder batches: the sizes chosen over time (`batch`), one entry at the
+    /// first window and one per round of the controller; empty when the batch was fixed.
+    pub batch_sizes: Vec<BatchSizeSample>,
 }
 
 /// What the write-ahead log did in a run.
@@ -396,6 +546,8 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
         let threads = self.config.effective_threads();
         let micros = |d: Duration| d.as_micros() as u64;
         let streaming = self.hooks.on_acknowledged.is_some() && self.spec.record_history;
+        let mut tuner = BatchTuner::new(self.config)?;
+        let batch_size = tuner.as_ref().map_or_else(|| self.config.initial_batch(), BatchTuner::size);
         let shared = Shared {
             protocol,
             workload: self.workload,
@@ -403,9 +555,9 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             start: Instant::now(),
             window: Window::after_warmup(micros(self.spec.warmup), micros(self.spec.duration)),
             stop: AtomicBool::new(false),
-            commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            counts: (0..threads).map(|_| CachePadded::new(WorkerCounts::default())).collect(),
             threads,
-            batch: self.config.reorder.then(|| BatchFront::new(threads, self.config.effective_batch())),
+            batch: self.config.reorder.then(|| BatchFront::new(threads, batch_size)),
             logged: wal.is_some(),
             acknowledged: if streaming {
                 (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect()
@@ -458,18 +610,32 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             };
             let mut last_progress = Duration::ZERO;
             let tick = Duration::from_millis(if streaming { HISTORY_STREAM_MS } else { PROGRESS_MS });
+            if let Some(tuner) = &mut tuner {
+                tuner.observe(now_us(shared.start), shared.attempts());
+            }
             while let Some(left) = total.checked_sub(shared.start.elapsed()).filter(|left| !left.is_zero()) {
                 if shared.failure.lock().is_some() {
                     break;
                 }
-                std::thread::sleep(left.min(tick));
+                let window_left = tuner.as_ref().map_or(tick, |tuner| {
+                    Duration::from_micros(tuner.next_window_us().saturating_sub(now_us(shared.start)))
+                });
+                std::thread::sleep(left.min(tick).min(window_left));
                 if let Some(sink) = on_acknowledged.as_deref_mut() {
                     shared.stream_acknowledged(sink, &mut batch);
+                }
+                if let (Some(tuner), Some(front)) = (&mut tuner, &shared.batch) {
+                    let now = now_us(shared.start);
+                    if now >= tuner.next_window_us()
+                        && let Some(size) = tuner.observe(now, shared.attempts())
+                    {
+                        front.set_batch_size(size);
+                    }
                 }
                 let elapsed = shared.start.elapsed();
                 if elapsed.saturating_sub(last_progress) >= Duration::from_millis(PROGRESS_MS) {
                     last_progress = elapsed;
-                    let commits = shared.commits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+                    let commits = shared.counts.iter().map(|c| c.acknowledged.load(Ordering::Relaxed)).sum();
                     (self.progress)(elapsed.as_secs_f64(), commits);
                 }
             }
@@ -518,6 +684,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             index: self.config.index,
             consistency,
             durability,
+            batch_sizes: tuner.map(|tuner| tuner.samples()).unwrap_or_default(),
         })
     }
 }
@@ -590,7 +757,8 @@ struct Shared<'a, P> {
     start: Instant,
     window: Window,
     stop: AtomicBool,
-    commits: Vec<CachePadded<AtomicU64>>,
+    /// Per worker: what it counted, for progress and the batch tuner.
+    counts: Vec<CachePadded<WorkerCounts>>,
     threads: usize,
     batch: Option<BatchFront>,
     /// Whether commits are logged (and acknowledged by the log).
@@ -602,7 +770,35 @@ struct Shared<'a, P> {
     failure: Mutex<Option<TablesError>>,
 }
 
+/// What one worker has counted since the run started, published for the main thread. Only
+/// the worker stores (its own running totals, relaxed): no read-modify-write on the
+/// transaction path, and one cache line per worker.
+#[derive(Debug, Default)]
+struct WorkerCounts {
+    /// Commits acknowledged (with a log: once durable); progress reports these.
+    acknowledged: AtomicU64,
+    /// Attempts that committed (with a log: before the log acknowledges them).
+    committed: AtomicU64,
+    /// Attempts that aborted (concurrency control; user aborts are not counted).
+    aborted: AtomicU64,
+}
+
+/// Committed and aborted attempts of every worker together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Attempts {
+    committed: u64,
+    aborted: u64,
+}
+
 impl<P> Shared<'_, P> {
+    /// The workers' committed and aborted attempts so far.
+    fn attempts(&self) -> Attempts {
+        self.counts.iter().fold(Attempts::default(), |sum, counts| Attempts {
+            committed: sum.committed + counts.committed.load(Ordering::Relaxed),
+            aborted: sum.aborted + counts.aborted.load(Ordering::Relaxed),
+        })
+    }
+
     /// Stops the run with `error` (the first one reported wins).
     fn fail(&self, error: TablesError) {
         self.failure.lock().get_or_insert(error);
@@ -795,7 +991,11 @@ struct WorkerState<'a, P: TableProtocol> {
     aborts_by_procedure: Vec<u64>,
     scratch: Scratch,
     row: Vec<u64>,
+    /// Commits acknowledged (published as [`WorkerCounts::acknowledged`]).
     committed: u64,
+    /// Attempts committed and aborted (published as [`WorkerCounts::committed`] and
+    /// [`WorkerCounts::aborted`]).
+    attempts: Attempts,
     /// With a log: committed transactions not acknowledged yet, oldest first.
     unacknowledged: VecDeque<Unacknowledged>,
     /// With a log and histories collected in the report: acknowledged entries.
@@ -808,8 +1008,9 @@ impl<P: TableProtocol> WorkerState<'_, P> {
     fn run_transaction(&mut self, txn: &Txn, first_start: Instant) {
         let shared = self.shared;
         let procedure = usize::from(txn.procedure);
-        let (recorder, aborts_by_procedure, backoff_rng) =
-            (&mut self.recorder, &mut self.aborts_by_procedure, &mut self.backoff_rng);
+        let counts = &shared.counts[self.index];
+        let (recorder, aborts_by_procedure, backoff_rng, attempts) =
+            (&mut self.recorder, &mut self.aborts_by_procedure, &mut self.backoff_rng, &mut self.attempts);
         let mut rows = RowCounts::default();
         let (finished, restarts, epoch) = run_attempts(
             shared.protocol,
@@ -822,6 +1023,8 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             |restarts, cause| {
                 let now = now_us(shared.start);
                 recorder.abort(now, cause);
+                attempts.aborted += 1;
+                counts.aborted.store(attempts.aborted, Ordering::Relaxed);
                 if shared.window.contains(now) {
                     if aborts_by_procedure.len() <= procedure {
                         aborts_by_procedure.resize(procedure + 1, 0);
@@ -837,6 +1040,10 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             },
         );
         let now = now_us(shared.start);
+        if finished == Finished::Committed {
+            self.attempts.committed += 1;
+            counts.committed.store(self.attempts.committed, Ordering::Relaxed);
+        }
         match finished {
             Finished::Committed if shared.logged => {
                 let entry = if shared.spec.record_history { P::history(&mut self.protocol_worker).pop() } else { None };
@@ -857,7 +1064,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
                 self.recorder.commit(now, first_start.elapsed().as_micros() as u64, restarts, txn.procedure);
                 self.recorder.rows(now, rows.point_reads, rows.scan_rows);
                 self.committed += 1;
-                shared.commits[self.index].store(self.committed, Ordering::Relaxed);
+                counts.acknowledged.store(self.committed, Ordering::Relaxed);
             }
             Finished::UserAborted => self.recorder.user_abort(now),
             Finished::Stopped => {}
@@ -899,7 +1106,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
         }
         if acknowledged > 0 {
             self.committed += acknowledged;
-            shared.commits[self.index].store(self.committed, Ordering::Relaxed);
+            shared.counts[self.index].acknowledged.store(self.committed, Ordering::Relaxed);
         }
     }
 
@@ -949,6 +1156,7 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
         scratch: Scratch::default(),
         row: Vec::new(),
         committed: 0,
+        attempts: Attempts::default(),
         unacknowledged: VecDeque::new(),
         acknowledged_history: Vec::new(),
         shared,
@@ -978,7 +1186,8 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
 type Queued = (Txn, Instant);
 
 /// Reorder mode's batching front. A worker whose queue runs dry builds the next batch: it
-/// generates `batch_size` transactions, splits them over the threads with the thread-aware
+/// generates `batch_size` transactions (read at every build: the main thread sets it under
+/// `auto`), splits them over the threads with the thread-aware
 /// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
 /// that thread's queue. Every worker builds with its own generator and scratch space, so
 /// building runs in parallel like generation does in direct mode. A worker whose queue is
@@ -986,7 +1195,8 @@ type Queued = (Txn, Instant);
 /// within a batch of each other, a transaction waits behind at most one share, and a
 /// descheduled thread stalls nobody.
 struct BatchFront {
-    batch_size: usize,
+    /// Transactions per batch, at least the threads.
+    batch_size: AtomicUsize,
     /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
     queues: Vec<CachePadded<SegQueue<Vec<Queued>>>>,
 }
@@ -1009,7 +1219,17 @@ const SPARE_TXNS_MAX: usize = 256;
 
 impl BatchFront {
     fn new(threads: usize, batch_size: usize) -> Self {
-        BatchFront { batch_size, queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect() }
+        assert!(batch_size >= threads, "a batch of {batch_size} cannot feed {threads} threads");
+        BatchFront {
+            batch_size: AtomicUsize::new(batch_size),
+            queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect(),
+        }
+    }
+
+    /// The size of the batches built from now on.
+    fn set_batch_size(&self, batch_size: usize) {
+        assert!(batch_size >= self.queues.len(), "a batch of {batch_size} cannot feed {} threads", self.queues.len());
+        self.batch_size.store(batch_size, Ordering::Relaxed);
     }
 
     fn work<P: TableProtocol>(&self, state: &mut WorkerState<'_, P>) {
@@ -1046,15 +1266,16 @@ impl BatchFront {
     fn build<P: TableProtocol>(&self, builder: &mut Builder, state: &mut WorkerState<'_, P>) {
         let shared = state.shared;
         let entered = Instant::now();
+        let batch_size = self.batch_size.load(Ordering::Relaxed);
         builder.batch.clear();
-        for i in 0..self.batch_size {
+        for i in 0..batch_size {
             let mut txn = builder.spare_txns.pop().unwrap_or_default();
             // Workloads that bind transactions to workers (TPC-C's home warehouses) draw a
             // batch as the threads together would.
             shared.workload.generate(&mut state.rng, i % shared.threads, &mut txn);
             builder.batch.push((txn, entered));
         }
-        builder.footprints.resize_with(self.batch_size, TxnFootprint::default);
+        builder.footprints.resize_with(batch_size, TxnFootprint::default);
         for ((txn, _), footprint) in builder.batch.iter().zip(&mut builder.footprints) {
             footprint.reads.clear();
             footprint.writes.clear();
@@ -1072,6 +1293,245 @@ impl BatchFront {
             queue.push(share);
         }
         let now = now_us(shared.start);
-        state.recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
+        state.recorder.batch(now, batch_size, 0, entered.elapsed().as_nanos() as u64);
+    }
+}
+
+/// The main thread's side of `auto` reorder batches: windows of the workers' counts go into an
+/// [`ordo_batching::Tuner`], and the size it chooses goes to the [`BatchFront`]. No I/O and no
+/// clock of its own: the caller passes the time and the counts. A window lasts at least
+/// [`ReorderTuning::window_us`] and goes on until it holds
+/// [`ReorderTuning::window_commits_min`] commits or has lasted
+/// [`ReorderTuning::window_us_max`].
+#[derive(Debug)]
+struct BatchTuner {
+    tuner: Tuner,
+    tuning: ReorderTuning,
+    /// Start of the current window; `None` before the first observation.
+    window_start_us: Option<u64>,
+    next_window_us: u64,
+    /// The counts at the start of the current window.
+    last: Attempts,
+}
+
+impl BatchTuner {
+    /// A tuner of `config`'s reorder batch, or `None` when there is nothing to tune (no
+    /// reordering, or a fixed batch).
+    fn new(config: &TablesConfig) -> Result<Option<Self>, TablesError> {
+        let tuner = Tuner::new(&config.knobs(), config.tuning.history_len_max)
+            .map_err(|error| TablesError::Config(format!("reorder tuning: {error}")))?;
+        Ok(tuner.adapts().then_some(BatchTuner {
+            tuner,
+            tuning: config.tuning,
+            window_start_us: None,
+            next_window_us: 0,
+            last: Attempts::default(),
+        }))
+    }
+
+    /// The batch size to build with now.
+    fn size(&self) -> usize {
+        self.tuner.size_of(KNOB_BATCH).expect("the tuner has the batch knob") as usize
+    }
+
+    /// When the current window may end (it ends there if it holds enough commits).
+    fn next_window_us(&self) -> u64 {
+        self.next_window_us
+    }
+
+    /// At `now_us`, with the workers' totals: closes the window if it is long enough and holds
+    /// enough commits (the first call only opens one), otherwise looks again one `window_us`
+    /// later. Returns the new batch size when it changed.
+    fn observe(&mut self, now_us: u64, totals: Attempts) -> Option<usize> {
+        let committed = totals.committed - self.last.committed;
+        let ReorderTuning { window_us, window_commits_min, window_us_max, .. } = self.tuning;
+        if let Some(start_us) = self.window_start_us {
+            let lasted_us = now_us.saturating_sub(start_us);
+            if lasted_us < window_us {
+                self.next_window_us = start_us + window_us;
+                return None;
+            }
+            if committed < window_commits_min && lasted_us < window_us_max {
+                self.next_window_us = (now_us + window_us).min(start_us + window_us_max);
+                return None;
+            }
+        }
+        self.next_window_us = now_us + window_us;
+        let aborted = totals.aborted - self.last.aborted;
+        self.last = totals;
+        self.window_start_us = Some(now_us);
+        // No latency figure: the controller's latency guard is off for this knob.
+        let observation = WindowObservation { now_us, committed, aborted, latency_us: 0 };
+        self.tuner.observe(observation).then(|| self.size())
+    }
+
+    /// The sizes chosen over time, for the run's result.
+    fn samples(&self) -> Vec<BatchSizeSample> {
+        self.tuner
+            .history()
+            .iter()
+            .map(|(t_us, sizes)| BatchSizeSample { t_ms: t_us / 1000, batch: Some(sizes[0]), ..Default::default() })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(threads: usize, batch: BatchSize) -> TablesConfig {
+        TablesConfig { reorder: true, threads, batch, ..TablesConfig::default() }
+    }
+
+    fn totals(committed: u64, aborted: u64) -> Attempts {
+        Attempts { committed, aborted }
+    }
+
+    #[test]
+    fn only_auto_reorder_batches_are_tuned() {
+        let fixed = config(2, BatchSize::fixed(16).unwrap());
+        assert!(BatchTuner::new(&fixed).unwrap().is_none());
+        assert_eq!(fixed.initial_batch(), 16);
+        let direct = TablesConfig { reorder: false, ..config(2, BatchSize::Auto) };
+        assert!(BatchTuner::new(&direct).unwrap().is_none(), "no reordering, no batch");
+        let auto = config(2, BatchSize::Auto);
+        assert_eq!(auto.initial_batch(), 8, "4 per thread");
+        assert_eq!(auto.batch_size_max(), 64, "32 per thread");
+        let tuner = BatchTuner::new(&auto).unwrap().expect("auto reorder batches are tuned");
+        assert_eq!(tuner.size(), 12, "the first round starts on its up side: 8 * 1.5");
+    }
+
+    #[test]
+    fn the_search_stays_between_the_threads_and_its_maximum() {
+        let auto = config(4, BatchSize::Auto);
+        let knob = &auto.knobs()[0];
+        let bounds = (knob.controller.batch_size_min, knob.controller.batch_size_initial);
+        assert_eq!((bounds, knob.controller.batch_size_max), ((4, 16), 128));
+        let many =
+            TablesConfig { tuning: ReorderTuning { batch_per_thread_max: 10_000, ..ReorderTuning::default() }, ..auto };
+        assert_eq!(many.batch_size_max(), REORDER_BATCH_MAX, "never past the conflict graph's bound");
+    }
+
+    #[test]
+    fn a_window_closes_only_when_long_enough_and_full_enough() {
+        let mut tuner = BatchTuner::new(&config(2, BatchSize::Auto)).unwrap().unwrap();
+        assert_eq!(tuner.observe(0, totals(0, 0)), None, "the first call opens a window");
+        assert_eq!(tuner.next_window_us(), 50_000);
+        assert_eq!(tuner.samples().len(), 1);
+        // Enough commits, too short: the window goes on until its minimum length.
+        assert_eq!(tuner.observe(20_000, totals(5_000, 0)), None);
+        assert_eq!(tuner.next_window_us(), 50_000);
+        // Long enough, too few commits: it goes on, looking again a window later.
+        assert_eq!(tuner.observe(50_000, totals(1_999, 0)), None);
+        assert_eq!(tuner.next_window_us(), 100_000);
+        // Enough: it closes, and the round's next window measures the down side (8 / 1.5).
+        assert_eq!(tuner.observe(100_000, totals(2_000, 7)), Some(5));
+        assert_eq!(tuner.last, totals(2_000, 7));
+        assert_eq!(tuner.next_window_us(), 150_000);
+        // A window that never fills closes at its longest.
+        assert_eq!(tuner.observe(1_099_999, totals(2_010, 7)), None);
+        assert_eq!(tuner.observe(1_100_000, totals(2_010, 7)), None, "the round's second window: still down");
+        assert_eq!(tuner.last, totals(2_010, 7));
+        assert_eq!(tuner.size(), 5);
+    }
+
+    /// A plant whose goodput peaks at a batch of 48 (two threads): the driver's windows walk the
+    /// size from where `auto` starts (8) to the peak's neighbourhood, and only within bounds.
+    #[test]
+    fn the_batch_moves_toward_the_better_size() {
+        let mut tuner = BatchTuner::new(&config(2, BatchSize::Auto)).unwrap().unwrap();
+        let goodput = |size: usize| {
+            let distance = (size as f64 / 48.0).ln();
+            100_000.0 * (-distance * distance).exp()
+        };
+        let (mut now_us, mut committed) = (0, 0);
+        tuner.observe(now_us, totals(committed, 0));
+        for _ in 0..300 {
+            let size = tuner.size();
+            assert!((2..=64).contains(&size), "{size} is outside the bounds");
+            now_us = tuner.next_window_us();
+            committed += (goodput(size) * 0.05) as u64;
+            tuner.observe(now_us, totals(committed, 0));
+        }
+        let samples = tuner.samples();
+        assert_eq!(samples[0].batch, Some(8));
+        let last = samples.last().unwrap().batch.unwrap();
+        assert!((36..=64).contains(&last), "ended at {last}: {samples:?}");
+        assert!(samples.windows(2).all(|pair| pair[0].t_ms <= pair[1].t_ms));
+    }
+
+    /// A short reorder run over SmallBank's conserved mix (the seed fixes the workload, not the
+    /// schedule), with windows short enough for several rounds.
+    fn reorder_run(batch: BatchSize) -> TableRunReport {
+        use ordo_workload::smallbank::CONSERVED_MIX;
+        use ordo_workload::{KvTables, SmallBank, SmallBankConfig};
+        let bank = SmallBank::new(SmallBankConfig {
+            customers: 500,
+            theta: 0.8,
+            mix: CONSERVED_MIX,
+            seed: 7,
+            ..SmallBankConfig::default()
+        })
+        .unwrap();
+        let workload: Arc<dyn TableWorkload> = Arc::new(KvTables::new(Arc::new(bank), 24));
+        let tuning = ReorderTuning { window_us: 5_000, window_commits_min: 100, ..ReorderTuning::default() };
+        let config = TablesConfig { epoch_ms: 5, tuning, ..config(2, batch) };
+        let spec = TableRunSpec {
+            seed: 7,
+            warmup: Duration::from_millis(50),
+            duration: Duration::from_millis(500),
+            cooldown: Duration::ZERO,
+            record_history: true,
+        };
+        let report = run(&config, &workload, &spec, |_, _| {}).unwrap();
+        assert!(report.recorder.commits() > 0);
+        report.consistency.as_ref().expect("the conserved total holds");
+        ordo_history::check(&report.history).expect("serializable");
+        report
+    }
+
+    #[test]
+    fn an_auto_batch_is_tuned_while_the_run_stays_serializable() {
+        let report = reorder_run(BatchSize::Auto);
+        let sizes: Vec<u32> = report.batch_sizes.iter().filter_map(|sample| sample.batch).collect();
+        assert!(sizes.len() > 1, "at least one round of the controller: {:?}", report.batch_sizes);
+        assert_eq!(sizes[0], 8, "auto starts at 4 per thread");
+        assert!(sizes.iter().all(|size| (2..=64).contains(size)), "{sizes:?}");
+        let (batches, transactions) = (report.recorder.batches(), report.recorder.batch_transactions());
+        // The front starts on the first round's up side (12); one that never heard from the
+        // tuner would build only batches of 12.
+        assert_ne!(transactions, 12 * batches, "the batches built followed the tuner");
+    }
+
+    #[test]
+    fn a_fixed_batch_stays_fixed() {
+        let report = reorder_run(BatchSize::fixed(6).unwrap());
+        assert!(report.batch_sizes.is_empty(), "nothing is tuned: {:?}", report.batch_sizes);
+        assert!(report.recorder.batches() > 0);
+        assert_eq!(report.recorder.batch_transactions(), 6 * report.recorder.batches(), "every batch held 6");
+    }
+
+    #[test]
+    fn bad_tuning_is_refused_before_anything_runs() {
+        let bad = |tuning: ReorderTuning| TablesConfig { tuning, ..config(2, BatchSize::Auto) }.validate().unwrap_err();
+        let short = bad(ReorderTuning { window_us: 10, ..ReorderTuning::default() });
+        assert!(short.to_string().contains("window_us 10 is outside 1000..=60000000"), "{short}");
+        let inverted = bad(ReorderTuning { window_us_max: 20_000, ..ReorderTuning::default() });
+        assert!(inverted.to_string().contains("shorter than window_us"), "{inverted}");
+        assert!(
+            bad(ReorderTuning { window_commits_min: 0, ..ReorderTuning::default() }).to_string().contains("at least 1")
+        );
+        assert!(
+            bad(ReorderTuning { batch_per_thread_max: 3, ..ReorderTuning::default() })
+                .to_string()
+                .contains("3 is outside 4..=10000")
+        );
+        assert!(
+            bad(ReorderTuning { history_len_max: 1, ..ReorderTuning::default() })
+                .to_string()
+                .contains("history_len_max")
+        );
+        let too_small = config(4, BatchSize::fixed(3).unwrap()).validate().unwrap_err();
+        assert!(too_small.to_string().contains("3 transactions cannot feed 4 threads"), "{too_small}");
     }
 }

@@ -30,8 +30,9 @@
 //!   Net (`ssi`, ERMIA's parallel commit without a latch), version chains trimmed behind the
 //!   oldest snapshot, phantoms by node sets and leaf stamps under `ssi`.
 //! * [`driver`]: worker threads with warm-up, measurement and cool-down, retries with
-//!   randomized backoff, per-procedure counts, and the workload's consistency check after
-//!   the run.
+//!   randomized backoff, per-procedure counts, reorder mode's batching front (its batch size
+//!   fixed, or `auto`: tuned online by `ordo-batching`'s controller), and the workload's
+//!   consistency check after the run.
 //! * [`protocol`]: the one interface every protocol over tables implements ([`TableProtocol`]).
 //! * [`trace`]: what committed transactions leave behind, in the history format with tables.
 //! * [`simulate`]: the seeded interleaving simulator, which runs any [`TableProtocol`] with
@@ -84,7 +85,7 @@ pub mod two_phase;
 pub mod writes;
 
 pub use database::{Database, Index, LoadError, TABLE_HEADER_WORDS};
-pub use driver::{TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
+pub use driver::{ReorderTuning, TableRunReport, TableRunSpec, TablesConfig, TablesError, run};
 pub use epoch::Epochs;
 pub use mvcc::{Isolation, MvccTables, MvccTx, MvccWorker};
 pub use protocol::{Committed, TableProtocol, WorkerOptions};

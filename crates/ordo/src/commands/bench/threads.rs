@@ -3,7 +3,9 @@
 //! `--protocol` picks the concurrency control, a list sweeps: `silo`, `tictoc`, `no_wait`,
 //! `wait_die`, `mvcc_si`, `ssi`, `serial`, and `reorder` (thread-aware batch assignment before
 //! execution, over Silo) or `reorder+<protocol>` over another protocol. `serial` always runs
-//! one thread, so in a `--threads` sweep it runs once.
+//! one thread, so in a `--threads` sweep it runs once. Reordering's `--batch` is `auto` on
+//! tables unless a number fixes it (a list sweeps; other protocols run once); an `auto` run's
+//! result carries the sizes chosen over time as `batch_sizes`.
 //!
 //! Where a run's records live is `--index`: `tree` (the default: the storage engine, tables
 //! behind the ordered B+tree, with inserts, deletes and scans) or `array`, an ablation: for the
@@ -59,9 +61,12 @@ pub struct ThreadsArgs {
     /// Worker threads, 1..=256; a list sweeps (serial always runs one).
     #[arg(long, value_delimiter = ',', default_value = "2")]
     pub threads: Vec<usize>,
-    /// reorder: transactions per batch, 1..=10000, at least the threads. Default: 4 per thread.
-    #[arg(long)]
-    pub batch: Option<BatchSize>,
+    /// reorder: transactions per batch: auto (the default on tables: tuned while the engine
+    /// runs, from 4 per thread, between the threads and 32 per thread) or a number 1..=10000,
+    /// at least the threads; a list sweeps. The flat store (--index array) takes numbers only
+    /// (default 4 per thread).
+    #[arg(long, value_delimiter = ',')]
+    pub batch: Vec<BatchSize>,
     /// mvcc_si, ssi: versions kept per record, 2..=64.
     #[arg(long, default_value_t = VERSIONS_DEFAULT)]
     pub versions: usize,
@@ -199,8 +204,8 @@ pub struct ThreadsKnobs {
     pub payload_bytes: Option<usize>,
     /// Footprint prefetch (flat store only).
     pub prefetch: Option<bool>,
-    /// Reorder batch (reordering only).
-    pub batch: Option<usize>,
+    /// Reorder batch, `auto` or a number (reordering only).
+    pub batch: Option<BatchSize>,
     /// Versions per record (`mvcc_si` and `ssi` only).
     pub versions: Option<usize>,
     /// Epoch period (tables only).
@@ -223,8 +228,9 @@ struct ThreadsWire {
     payload_bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     prefetch: Option<bool>,
+    /// `"auto"` or a number.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    batch: Option<usize>,
+    batch: Option<BatchSize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     versions: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -325,13 +331,20 @@ pub struct Point {
     pub prefetch: bool,
     /// `Some`: on tables, behind this index.
     pub index: Option<Index>,
+    /// The reorder batch (`None`: the engine's default, `auto` on tables, 4 per thread on the
+    /// flat store).
+    pub batch: Option<BatchSize>,
 }
 
 /// The one place the command line's flags become the thread engine's configuration.
 pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) -> Result<EngineChoice> {
-    let batch = args.batch.map(|b| b.fixed_only("--batch", BATCH_MAX)).transpose()?;
     match point.index {
         None => {
+            let batch = match point.batch {
+                Some(batch) if batch.is_auto() => return Err(flat_store_auto()),
+                Some(batch) => Some(batch.fixed_only("--batch", BATCH_MAX)?),
+                None => None,
+            };
             let config = EngineConfig {
                 protocol: point.protocol.protocol,
                 reorder: point.protocol.reorder,
@@ -349,7 +362,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
             let mut config = TablesConfig {
                 protocol: point.protocol.protocol,
                 reorder: point.protocol.reorder,
-                batch,
+                batch: point.batch.unwrap_or_default(),
                 threads: point.threads,
                 index,
                 versions: args.versions,
@@ -360,6 +373,14 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
             Ok(EngineChoice::Tables(config))
         }
     }
+}
+
+/// Why `--batch auto` is refused on the flat store.
+fn flat_store_auto() -> anyhow::Error {
+    anyhow!(
+        "--batch auto: the flat store (--index array) runs fixed reorder batches; give a number of transactions, or \
+         use --index tree, where auto batches are tuned"
+    )
 }
 
 /// Share of the machine's memory a store may take before a run is refused.
@@ -436,8 +457,11 @@ impl ThreadsBench {
         not_empty("--prefetch", &t.prefetch)?;
         within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
         within("--versions", [t.versions], 2, VERSIONS_MAX)?;
-        if let Some(batch) = t.batch {
-            batch.fixed_only("--batch", BATCH_MAX)?;
+        for &batch in &t.batch {
+            batch.within("--batch", BATCH_MAX)?;
+        }
+        if self.index().is_none() && t.batch.iter().any(|batch| batch.is_auto()) {
+            return Err(flat_store_auto());
         }
         let log = &t.durability.log;
         if log.logs() && !self.common.workload.needs_tables() && t.index == Some(IndexArg::Array) {
@@ -455,6 +479,7 @@ impl ThreadsBench {
             ("--theta", self.common.theta.len()),
             ("--protocol", t.protocol.len()),
             ("--threads", t.threads.len()),
+            ("--batch", t.batch.len()),
             ("--prefetch", t.prefetch.len()),
             ("--binding", if w.is_tpcc() { w.binding.len() } else { 1 }),
             ("--analytic-range", w.analytic_ranges().len()),
@@ -475,7 +500,7 @@ impl ThreadsBench {
         let (t, d) = (&self.engine, ThreadsArgs::default());
         flags.named("--protocol", &t.protocol, &d.protocol);
         flags.list("--threads", &t.threads, &d.threads);
-        flags.optional("--batch", t.batch.as_ref());
+        flags.list("--batch", &t.batch, &d.batch);
         flags.one("--versions", &t.versions, &d.versions);
         if t.prefetch != d.prefetch {
             let shown: Vec<&str> = t.prefetch.iter().map(|&on| on_off(on)).collect();
@@ -511,13 +536,15 @@ impl ThreadsBench {
             let workload = common.workload.build(theta, common.seed)?;
             for &protocol in &t.protocol {
                 for &threads in &t.threads {
-                    for &prefetch in &t.prefetch {
-                        let point = Point { protocol, threads, prefetch, index: None };
+                    for (&prefetch, batch) in
+                        t.prefetch.iter().flat_map(|p| self.batches(protocol).into_iter().map(move |b| (p, b)))
+                    {
+                        let point = Point { protocol, threads, prefetch, index: None, batch };
                         let EngineChoice::Flat(config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point without an index runs on the flat store");
                         };
                         check_store_fits(&config, workload.key_count())?;
-                        let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch);
+                        let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch, batch);
                         if !seen.insert(key) {
                             continue;
                         }
@@ -529,12 +556,25 @@ impl ThreadsBench {
                         if t.prefetch.len() > 1 {
                             label.push(("prefetch".into(), on_off(prefetch).into()));
                         }
+                        if t.batch.len() > 1 {
+                            label.push(("batch".into(), batch.map_or_else(|| "-".to_owned(), |b| b.to_string())));
+                        }
                         planned.push(self.planned_run(theta, protocol, config, label));
                     }
                 }
             }
         }
         Ok(planned)
+    }
+
+    /// The `--batch` values a protocol runs with: each of the list for reordering, once with
+    /// none (nothing to batch) otherwise.
+    fn batches(&self, protocol: ThreadsProtocol) -> Vec<Option<BatchSize>> {
+        if protocol.reorder && !self.engine.batch.is_empty() {
+            self.engine.batch.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        }
     }
 
     fn planned_run(
@@ -551,7 +591,7 @@ impl ThreadsBench {
             index: IndexArg::Array,
             payload_bytes: Some(config.payload_bytes),
             prefetch: Some(config.prefetch),
-            batch: config.reorder.then(|| config.effective_batch()),
+            batch: config.reorder.then(|| BatchSize::of(config.effective_batch() as u32)),
             versions: mvcc.then_some(config.versions),
             epoch_ms: None,
             analytic_range: None,
@@ -655,13 +695,16 @@ impl ThreadsBench {
             for range in common.workload.analytic_ranges() {
                 for &binding in &bindings {
                     common.workload.build_tables(theta, common.seed, binding, range.unwrap_or(0.0))?;
-                    for (&threads, &protocol) in
-                        t.threads.iter().flat_map(|threads| t.protocol.iter().map(move |p| (threads, p)))
-                    {
+                    let points = t.threads.iter().flat_map(|&threads| {
+                        t.protocol.iter().flat_map(move |&protocol| {
+                            self.batches(protocol).into_iter().map(move |batch| (threads, protocol, batch))
+                        })
+                    });
+                    for (threads, protocol, batch) in points {
                         if protocol.protocol == ProtocolKind::Serial && threads != t.threads[0] {
                             continue; // serial runs one thread whatever the sweep says
                         }
-                        let point = Point { protocol, threads, prefetch: false, index: Some(index) };
+                        let point = Point { protocol, threads, prefetch: false, index: Some(index), batch };
                         let EngineChoice::Tables(config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point with an index runs on tables");
                         };
@@ -677,6 +720,9 @@ impl ThreadsBench {
                         }
                         if t.threads.len() > 1 {
                             label.push(("threads".into(), threads.to_string()));
+                        }
+                        if t.batch.len() > 1 {
+                            label.push(("batch".into(), batch.map_or_else(|| "-".to_owned(), |b| b.to_string())));
                         }
                         planned.push(self.planned_table_run(theta, binding, range, config, label));
                     }
@@ -703,7 +749,7 @@ impl ThreadsBench {
             index,
             payload_bytes: (!workload_args.is_tpcc()).then_some(workload_args.payload_bytes),
             prefetch: None,
-            batch: config.reorder.then(|| config.effective_batch()),
+            batch: config.reorder.then_some(config.batch),
             versions: matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi).then_some(config.versions),
             epoch_ms: Some(config.epoch_ms),
             analytic_range,
@@ -802,6 +848,7 @@ impl ThreadsBench {
                     let new_orders = result.commits_by_procedure.get("new_order").copied().unwrap_or(0.0);
                     result.tpmc = Some(new_orders * 60.0 / report.measured_s);
                 }
+                result.batch_sizes = report.batch_sizes;
                 Ok(result)
             }),
         }
