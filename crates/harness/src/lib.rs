@@ -21,6 +21,7 @@
 //! * [`output`]: text tables, JSON and CSV.
 //! * [`progress`]: a progress bar with the time left for timed runs.
 
+pub mod affinity;
 pub mod metrics;
 pub mod output;
 pub mod progress;

@@ -202,4 +202,14 @@ fn headline_compares_both_deployments() {
         assert!(text.contains(&format!("{mode} was faster on ")), "{text}");
     }
     assert!(text.contains("srvc/base ranged from"), "{text}");
+    // srvc/base pairs the runs of each round: the range column holds two ratios.
+    for row in &rows {
+        let range = row.split_whitespace().nth(7).unwrap();
+        let bounds: Vec<f64> = range.split('-').map(|x| x.parse().unwrap()).collect();
+        assert!(bounds.len() == 2 && bounds[0] <= bounds[1], "per-round range in {row}");
+    }
+    // On two or more cores the machine's cross-core round trip is measured before each run.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        assert!(text.contains("Cross-core round trip of a cache line"), "{text}");
+    }
 }

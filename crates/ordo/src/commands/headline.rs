@@ -5,16 +5,22 @@
 //!
 //! Every point runs `--runs` times (3 by default), interleaved with the other points so a slow
 //! spell of a shared machine hits them all alike; the table shows medians with the spread of
-//! the runs, and the notes under it are computed from the table's own numbers.
+//! the runs, and srvc/base as the median of ratios of runs measured in the same round, seconds
+//! apart. Before each run the cross-core round trip of a cache line is measured
+//! ([`ordo_harness::affinity::probe`]): on a virtual machine the host moves the virtual CPUs,
+//! and the two-thread deployment slows severalfold while they are far apart; the notes say
+//! how many runs that hit. The notes under the table are computed from its own numbers.
+
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use ordo_harness::RunResult;
 use ordo_harness::output::Table;
+use ordo_harness::{RunInfo, RunResult};
 use ordo_pipeline::{Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, Placement};
 
-use super::bench::Labelled;
-use super::bench::pipeline::{PipelineBench, PipelineRun};
+use super::bench::Runs;
+use super::bench::pipeline::{PipelineBench, PipelineRun, SweepRuns};
 use super::bench::values::within;
 use super::bench::workloads::WorkloadName;
 
@@ -51,17 +57,79 @@ fn spread_percent(result: &RunResult<PipelineRun>) -> f64 {
     100.0 * std / result.throughput_tps.max(1.0)
 }
 
-/// The result of `mode` at `theta` on `placement`.
-fn find<'a>(
-    results: &'a [Labelled<PipelineRun>],
-    mode: Mode,
-    theta: f64,
-    placement: &Placement,
-) -> Option<&'a RunResult<PipelineRun>> {
-    results.iter().map(|(_, r)| r).find(|r| {
-        let config = &r.info.run.config;
-        config.mode == mode && r.info.theta == theta && config.placement == *placement
+/// The middle value (the mean of the two middle ones for an even count); `None` for none.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(values[middle]),
+        _ => Some(f64::midpoint(values[middle - 1], values[middle])),
+    }
+}
+
+/// The index of the point measuring `mode` at `theta` on `placement`.
+fn point(infos: &[RunInfo<PipelineRun>], mode: Mode, theta: f64, placement: &Placement) -> Option<usize> {
+    infos.iter().position(|info| {
+        let config = &info.run.config;
+        config.mode == mode && info.theta == theta && config.placement == *placement
     })
+}
+
+/// srvc's throughput over base's in every round both ran (runs of a round are measured
+/// seconds apart, so a slow spell of the machine divides out).
+fn paired_ratios(base: &[RunResult<PipelineRun>], srvc: &[RunResult<PipelineRun>]) -> Vec<f64> {
+    base.iter().zip(srvc).map(|(base, srvc)| srvc.throughput_tps / base.throughput_tps.max(1.0)).collect()
+}
+
+/// What the cross-core round trips measured before the runs say, as notes.
+fn trip_notes(
+    trips: &[(usize, usize, Duration)],
+    infos: &[RunInfo<PipelineRun>],
+    runs: &Runs<PipelineRun>,
+) -> Vec<String> {
+    let nanos = |trip: &Duration| trip.as_secs_f64() * 1e9;
+    let Some(shortest) = trips.iter().map(|(_, _, trip)| nanos(trip)).min_by(f64::total_cmp) else {
+        return Vec::new();
+    };
+    let all = median(trips.iter().map(|(_, _, trip)| nanos(trip)).collect()).unwrap_or(shortest);
+    let longest = trips.iter().map(|(_, _, trip)| nanos(trip)).fold(shortest, f64::max);
+    let mut notes = vec![format!(
+        "Cross-core round trip of a cache line, measured before each run: median {all:.0} ns, {shortest:.0}-{longest:.0} ns."
+    )];
+    // Two-thread runs that followed a trip over twice the shortest: the host had the two
+    // virtual CPUs far apart. Compare each with the median of its point's other runs.
+    let two_threads = |point: usize| infos[point].run.config.placement.threads.len() > 1;
+    let far = |trip: &Duration| nanos(trip) > 2.0 * shortest;
+    let measured: Vec<_> = trips.iter().filter(|(point, _, _)| two_threads(*point)).collect();
+    let far_runs: Vec<_> = measured.iter().filter(|(_, _, trip)| far(trip)).collect();
+    if far_runs.is_empty() {
+        notes.push(format!(
+            "No two-thread run followed a round trip over twice the shortest ({shortest:.0} ns): every run saw the \
+             same placement of the virtual CPUs."
+        ));
+        return notes;
+    }
+    let relative: Vec<f64> = far_runs
+        .iter()
+        .filter_map(|&&&(point, round, _)| {
+            let near: Vec<f64> = measured
+                .iter()
+                .filter(|&&&(p, r, trip)| p == point && r != round && !far(&trip))
+                .filter_map(|&&(p, r, _)| runs[p].get(r).map(|run| run.throughput_tps))
+                .collect();
+            Some(runs[point].get(round)?.throughput_tps / median(near)?.max(1.0))
+        })
+        .collect();
+    let effect = median(relative)
+        .map_or_else(String::new, |ratio| format!("; they ran at a median {ratio:.2}x of their point's other runs"));
+    notes.push(format!(
+        "{} of {} two-thread runs followed a round trip over twice the shortest (the host had placed the two \
+         virtual CPUs far apart, and every message between the pipeline's threads pays for it){effect}.",
+        far_runs.len(),
+        measured.len()
+    ));
+    notes
 }
 
 /// The sweep behind the table: base and srvc at every θ on both deployments, validated.
@@ -84,7 +152,12 @@ pub fn sweep(args: &HeadlineArgs) -> Result<PipelineBench> {
 
 pub fn run(args: &HeadlineArgs) -> Result<()> {
     let bench = sweep(args)?;
-    let results = bench.sweep()?;
+    let mut trips: Vec<(usize, usize, Duration)> = Vec::new();
+    let SweepRuns { infos, runs, .. } = bench.sweep_runs(|point, round| {
+        if let Some(trip) = ordo_harness::affinity::probe() {
+            trips.push((point, round, trip));
+        }
+    })?;
     let deployments: Vec<(usize, Placement)> =
         DEPLOYMENTS.iter().map(|&(threads, placement)| Ok((threads, placement.parse()?))).collect::<Result<_>>()?;
     let mut table = Table::new(&[
@@ -95,6 +168,7 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
         "srvc commits/s",
         "±",
         "srvc/base",
+        "per round",
         "base aborts",
         "srvc aborts",
         "base p95 µs",
@@ -102,25 +176,30 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
     ]);
     // Per mode and θ, which deployment had the higher median: (mode, θ, faster threads).
     let mut faster: Vec<(Mode, f64, usize)> = Vec::new();
-    let mut ratios: Vec<(f64, usize, f64)> = Vec::new();
+    let mut ratios: Vec<f64> = Vec::new();
+    let result = |point: usize| (!runs[point].is_empty()).then(|| RunResult::aggregate(&runs[point]));
     for &theta in &args.theta {
         for (threads, placement) in &deployments {
-            let threads = *threads;
-            let (Some(base), Some(srvc)) =
-                (find(&results, Mode::Base, theta, placement), find(&results, Mode::Srvc, theta, placement))
+            let (Some(base_point), Some(srvc_point)) =
+                (point(&infos, Mode::Base, theta, placement), point(&infos, Mode::Srvc, theta, placement))
             else {
                 continue;
             };
-            let ratio = median_tps(srvc) / median_tps(base).max(1.0);
-            ratios.push((theta, threads, ratio));
+            let (Some(base), Some(srvc)) = (result(base_point), result(srvc_point)) else { continue };
+            let paired = paired_ratios(&runs[base_point], &runs[srvc_point]);
+            let Some(ratio) = median(paired.clone()) else { continue };
+            ratios.push(ratio);
+            let low = paired.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = paired.iter().copied().fold(0.0, f64::max);
             table.row(vec![
                 format!("{theta}"),
                 threads.to_string(),
-                format!("{:.0}", median_tps(base)),
-                format!("{:.0}%", spread_percent(base)),
-                format!("{:.0}", median_tps(srvc)),
-                format!("{:.0}%", spread_percent(srvc)),
+                format!("{:.0}", median_tps(&base)),
+                format!("{:.0}%", spread_percent(&base)),
+                format!("{:.0}", median_tps(&srvc)),
+                format!("{:.0}%", spread_percent(&srvc)),
                 format!("{ratio:.2}x"),
+                format!("{low:.2}-{high:.2}"),
                 format!("{:.1}%", 100.0 * base.abort_rate),
                 format!("{:.1}%", 100.0 * srvc.abort_rate),
                 format!("{:.0}", base.median.map_or(base.latency_us.p95, |m| m.latency_us_p95)),
@@ -131,7 +210,8 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
             let tps: Vec<(usize, f64)> = deployments
                 .iter()
                 .filter_map(|(threads, placement)| {
-                    find(&results, mode, theta, placement).map(|r| (*threads, median_tps(r)))
+                    let result = result(point(&infos, mode, theta, placement)?)?;
+                    Some((*threads, median_tps(&result)))
                 })
                 .collect();
             if let Some(&(threads, _)) = tps.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
@@ -144,7 +224,8 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
     println!(
         "pipeline engine, micro-benchmark (100K keys, 5 reads + 5 writes), concurrency {}, batch {}, reordering \
          with {}; medians of {} interleaved runs of {} s after 0.5 s of warm-up; ± is the standard deviation of \
-         the runs, in percent of the mean.",
+         the runs, in percent of the mean; srvc/base is the median of the ratios of srvc's and base's runs in the \
+         same round (seconds apart), and \"per round\" their range.",
         args.concurrency,
         config.batch_size[0],
         config.algorithm[0].config(config.policy[0], config.multi_factor, config.minimize)?.label(),
@@ -174,9 +255,12 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
         }
     }
     if let (Some(low), Some(high)) =
-        (ratios.iter().map(|r| r.2).min_by(f64::total_cmp), ratios.iter().map(|r| r.2).max_by(f64::total_cmp))
+        (ratios.iter().copied().min_by(f64::total_cmp), ratios.iter().copied().max_by(f64::total_cmp))
     {
         println!("srvc/base ranged from {low:.2}x to {high:.2}x over these skews and deployments.");
+    }
+    for note in trip_notes(&trips, &infos, &runs) {
+        println!("{note}");
     }
     Ok(())
 }

@@ -494,6 +494,20 @@ pub fn write_history(path: &Path, entries: impl IntoIterator<Item = ordo_history
 /// and averaged result (files are written as results come in). The caller has validated the
 /// arguments and checked the outputs.
 pub fn execute<C: Described>(common: &CommonArgs, planned: &[Planned<C>]) -> Result<Vec<Labelled<C>>> {
+    execute_runs(common, planned, |_, _| {}).map(|(results, _)| results)
+}
+
+/// Every run of every configuration, in plan order (a configuration's runs in round order).
+pub type Runs<C> = Vec<Vec<RunResult<C>>>;
+
+/// As [`execute`], calling `before_run(point, round)` before each run it measures (with the
+/// point's index in `planned`), and returning every run too, for ratios of runs measured in
+/// the same round.
+pub fn execute_runs<C: Described>(
+    common: &CommonArgs,
+    planned: &[Planned<C>],
+    mut before_run: impl FnMut(usize, usize),
+) -> Result<(Vec<Labelled<C>>, Runs<C>)> {
     if common.history.is_some() && (planned.len() > 1 || common.runs > 1) {
         bail!("--history records one run: give a single configuration and --runs 1");
     }
@@ -524,6 +538,7 @@ pub fn execute<C: Described>(common: &CommonArgs, planned: &[Planned<C>]) -> Res
                 if common.runs > 1 { format!(" run {}/{}", round + 1, common.runs) } else { String::new() },
                 label.join(" ")
             );
+            before_run(index, round);
             let bar = ordo_harness::progress::timed(&prefix, common.warmup + common.duration + common.cooldown);
             let result = (point.run)(&options, common.seed.wrapping_add(round as u64), &bar)
                 .with_context(|| format!("configuration {}", label.join(" ")))?;
@@ -537,7 +552,7 @@ pub fn execute<C: Described>(common: &CommonArgs, planned: &[Planned<C>]) -> Res
     }
     let results = aggregate(planned, &runs);
     write_files(common, &results, false)?;
-    Ok(results)
+    Ok((results, runs))
 }
 
 /// The shared shape of a typed run description.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::ProgressBar;
-use ordo_harness::{Description, RunResult};
+use ordo_harness::{Description, RunInfo, RunResult};
 use ordo_pipeline::replay::check_serial_replay;
 use ordo_pipeline::{
     BATCH_SIZE_MAX, BATCH_WAIT_US_MAX, COMPONENTS_MAX, CONCURRENCY_DEFAULT, CONCURRENCY_MAX, MESSAGES_PER_FLUSH_MAX,
@@ -239,6 +239,17 @@ pub fn to_map(knobs: &impl Serialize) -> Map<String, Value> {
     }
 }
 
+/// A sweep's results with what produced them.
+#[derive(Debug)]
+pub struct SweepRuns {
+    /// Each configuration's label and aggregated result.
+    pub results: Vec<Labelled<PipelineRun>>,
+    /// Every planned configuration (the `point` of `before_run`).
+    pub infos: Vec<RunInfo<PipelineRun>>,
+    /// Every run of every planned configuration, in round order.
+    pub runs: super::Runs<PipelineRun>,
+}
+
 impl PipelineBench {
     /// Checks every flag's range before anything runs.
     pub fn validate(&self) -> Result<()> {
@@ -287,10 +298,17 @@ impl PipelineBench {
 
     /// Validates, checks the output files, plans and runs the sweep.
     pub fn sweep(&self) -> Result<Vec<Labelled<PipelineRun>>> {
+        self.sweep_runs(|_, _| {}).map(|sweep| sweep.results)
+    }
+
+    /// As [`Self::sweep`], calling `before_run(point, round)` before each run (see
+    /// [`super::execute_runs`]); returns the planned configurations and every run as well.
+    pub fn sweep_runs(&self, before_run: impl FnMut(usize, usize)) -> Result<SweepRuns> {
         self.validate()?;
         super::check_outputs(&self.common)?;
         let planned = self.plan()?;
-        super::execute(&self.common, &planned)
+        let (results, runs) = super::execute_runs(&self.common, &planned, before_run)?;
+        Ok(SweepRuns { results, infos: planned.into_iter().map(|point| point.info).collect(), runs })
     }
 
     /// The arguments as a command line (`--flag=value` for every flag off its default).
