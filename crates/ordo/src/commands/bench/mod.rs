@@ -40,7 +40,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use values::within;
-use workloads::WorkloadArgs;
+use workloads::{WorkloadArgs, WorkloadKnobs, knobs_of};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -289,6 +289,36 @@ pub trait Described:
 {
     /// The engine's name in results (`engine`).
     const ENGINE: &'static str;
+}
+
+/// A run's description: the workload's knobs, then the engine's `knobs` (serialized flat beside
+/// them).
+pub fn description(engine: &str, workload: &WorkloadKnobs, mode: &str, knobs: &impl Serialize) -> Description {
+    let mut config = workload.to_map();
+    config.extend(to_map(knobs));
+    Description { engine: engine.into(), workload: workload.name().into(), mode: mode.into(), config }
+}
+
+/// The workload's knobs, the engine's knobs and the mode of a description of a run of
+/// `engine`; an error for another engine's run or knobs that do not parse.
+pub fn read_description<K: DeserializeOwned>(
+    engine: &str,
+    described: Description,
+) -> Result<(WorkloadKnobs, K, String)> {
+    if described.engine != engine {
+        bail!("a result of engine {}, not {engine}", described.engine);
+    }
+    let workload = knobs_of(&described.workload, &described.config)?;
+    let knobs = serde_json::from_value(serde_json::Value::Object(described.config))?;
+    Ok((workload, knobs, described.mode))
+}
+
+/// `knobs` as a JSON object.
+pub fn to_map(knobs: &impl Serialize) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(knobs).expect("knobs serialize") {
+        serde_json::Value::Object(map) => map,
+        other => unreachable!("knobs serialize as an object, not {other}"),
+    }
 }
 
 /// An engine's sweep as a typed API: what `ordo headline` and `ordo figures` build in code.

@@ -23,9 +23,8 @@ use ordo_reorder::FvsConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::pipeline::to_map;
 use super::values::{BatchSize, BatchSizeArg, Bound, ServerOrMs, not_empty, on_off, within};
-use super::workloads::{BindingArg, WorkloadKnobs, WorkloadName, knobs_of};
+use super::workloads::{BindingArg, WorkloadKnobs, WorkloadName};
 use super::{CommonArgs, Described, Flags, Label, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
 /// `ordo bench pg`: the shared flags and the engine's own.
@@ -251,25 +250,14 @@ impl From<PgRun> for Description {
             url: k.url,
             rest: k.settings.into_iter().map(|(name, value)| (name, Value::from(value))).collect(),
         };
-        let mut config = run.workload.to_map();
-        config.extend(to_map(&wire));
-        Description {
-            engine: PgRun::ENGINE.into(),
-            workload: run.workload.name().into(),
-            mode: k.mode.name().into(),
-            config,
-        }
+        super::description(PgRun::ENGINE, &run.workload, k.mode.name(), &wire)
     }
 }
 
 impl TryFrom<Description> for PgRun {
     type Error = anyhow::Error;
     fn try_from(described: Description) -> Result<PgRun> {
-        if described.engine != PgRun::ENGINE {
-            bail!("a result of engine {}, not pg", described.engine);
-        }
-        let workload = knobs_of(&described.workload, &described.config)?;
-        let wire: PgWire = serde_json::from_value(Value::Object(described.config))?;
+        let (workload, wire, mode) = super::read_description::<PgWire>(PgRun::ENGINE, described)?;
         let parse_or = |what: &str, e: String| anyhow::anyhow!("{what} {e}");
         let backlog = match wire.affinity_backlog_max {
             None => None,
@@ -294,7 +282,7 @@ impl TryFrom<Description> for PgRun {
             settings.insert(name, value);
         }
         let knobs = PgKnobs {
-            mode: described.mode.parse().map_err(|e| parse_or("mode", e))?,
+            mode: mode.parse().map_err(|e| parse_or("mode", e))?,
             connections: wire.connections,
             batch_size: wire.batch_size,
             pipeline_depth: wire.pipeline_depth,

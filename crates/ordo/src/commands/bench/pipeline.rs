@@ -22,11 +22,10 @@ use ordo_pipeline::{
 };
 use ordo_reorder::{FvsConfig, Policy};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use super::durability::{DurabilityArg, LogArgs};
 use super::values::{BatchSize, BatchSizeArg, not_empty, within};
-use super::workloads::{BindingArg, WorkloadKnobs, knobs_of};
+use super::workloads::{BindingArg, WorkloadKnobs};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 use crate::commands::reorder_args::{self, AlgorithmLabel};
 
@@ -179,25 +178,14 @@ impl From<PipelineRun> for Description {
             wal: c.decision_log.as_ref().map(|log| log.dir.display().to_string()),
             epoch_ms: c.decision_log.as_ref().map(|log| log.epoch_ms),
         };
-        let mut config = run.workload.to_map();
-        config.extend(to_map(&knobs));
-        Description {
-            engine: PipelineRun::ENGINE.into(),
-            workload: run.workload.name().into(),
-            mode: c.mode.name().into(),
-            config,
-        }
+        super::description(PipelineRun::ENGINE, &run.workload, c.mode.name(), &knobs)
     }
 }
 
 impl TryFrom<Description> for PipelineRun {
     type Error = anyhow::Error;
     fn try_from(described: Description) -> Result<PipelineRun> {
-        if described.engine != PipelineRun::ENGINE {
-            bail!("a result of engine {}, not pipeline", described.engine);
-        }
-        let workload = knobs_of(&described.workload, &described.config)?;
-        let knobs: PipelineKnobs = serde_json::from_value(Value::Object(described.config))?;
+        let (workload, knobs, mode) = super::read_description::<PipelineKnobs>(PipelineRun::ENGINE, described)?;
         let policy: Policy = knobs.policy.parse()?;
         let decision_log = match (knobs.wal, knobs.durability, knobs.epoch_ms) {
             (None, None, None) => None,
@@ -211,7 +199,7 @@ impl TryFrom<Description> for PipelineRun {
             _ => bail!("a pipeline result with a write-ahead log records its wal, durability and epoch_ms"),
         };
         let config = PipelineConfig {
-            mode: described.mode.parse()?,
+            mode: mode.parse()?,
             concurrency: knobs.concurrency,
             clients: knobs.clients,
             processors: knobs.processors,
@@ -228,14 +216,6 @@ impl TryFrom<Description> for PipelineRun {
             tuning: Tuning::default(),
         };
         Ok(PipelineRun { workload, config })
-    }
-}
-
-/// A struct of knobs as a JSON object.
-pub fn to_map(knobs: &impl Serialize) -> Map<String, Value> {
-    match serde_json::to_value(knobs).expect("knobs serialize") {
-        Value::Object(map) => map,
-        other => unreachable!("knobs serialize as an object, not {other}"),
     }
 }
 

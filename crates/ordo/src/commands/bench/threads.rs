@@ -36,9 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::durability::{self, DurabilityArg, DurabilityArgs, DurabilityKnobs, HistoryStream};
-use super::pipeline::to_map;
 use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
-use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs, knobs_of};
+use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
 /// `ordo bench threads`: the shared flags and the engine's own.
@@ -271,28 +270,17 @@ impl From<ThreadsRun> for Description {
             checkpoint_ms: k.log.checkpoint_ms,
             checkpoint_log_mib: k.log.checkpoint_log_mib.map(durability::bound_to_json),
         };
-        let mut config = run.workload.to_map();
-        config.extend(to_map(&wire));
-        Description {
-            engine: ThreadsRun::ENGINE.into(),
-            workload: run.workload.name().into(),
-            mode: k.protocol.name().into(),
-            config,
-        }
+        super::description(ThreadsRun::ENGINE, &run.workload, k.protocol.name(), &wire)
     }
 }
 
 impl TryFrom<Description> for ThreadsRun {
     type Error = anyhow::Error;
     fn try_from(described: Description) -> Result<ThreadsRun> {
-        if described.engine != ThreadsRun::ENGINE {
-            bail!("a result of engine {}, not threads", described.engine);
-        }
-        let workload = knobs_of(&described.workload, &described.config)?;
-        let wire: ThreadsWire = serde_json::from_value(Value::Object(described.config))?;
+        let (workload, wire, mode) = super::read_description::<ThreadsWire>(ThreadsRun::ENGINE, described)?;
         let protocol = ThreadsProtocol { protocol: wire.protocol.parse()?, reorder: wire.reorder };
-        if protocol.name() != described.mode {
-            bail!("mode {} does not match protocol {} (reorder {})", described.mode, wire.protocol, wire.reorder);
+        if protocol.name() != mode {
+            bail!("mode {mode} does not match protocol {} (reorder {})", wire.protocol, wire.reorder);
         }
         let knobs = ThreadsKnobs {
             protocol,
