@@ -177,7 +177,10 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
     // Per mode and θ, which deployment had the higher median: (mode, θ, faster threads).
     let mut faster: Vec<(Mode, f64, usize)> = Vec::new();
     let mut ratios: Vec<f64> = Vec::new();
-    let result = |point: usize| (!runs[point].is_empty()).then(|| RunResult::aggregate(&runs[point]));
+    // Each point's runs aggregated once (median, spread), for the table and the notes.
+    let aggregated: Vec<Option<RunResult<PipelineRun>>> =
+        runs.iter().map(|done| (!done.is_empty()).then(|| RunResult::aggregate(done))).collect();
+    let result = |point: usize| aggregated[point].as_ref();
     for &theta in &args.theta {
         for (threads, placement) in &deployments {
             let (Some(base_point), Some(srvc_point)) =
@@ -194,10 +197,10 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
             table.row(vec![
                 format!("{theta}"),
                 threads.to_string(),
-                format!("{:.0}", median_tps(&base)),
-                format!("{:.0}%", spread_percent(&base)),
-                format!("{:.0}", median_tps(&srvc)),
-                format!("{:.0}%", spread_percent(&srvc)),
+                format!("{:.0}", median_tps(base)),
+                format!("{:.0}%", spread_percent(base)),
+                format!("{:.0}", median_tps(srvc)),
+                format!("{:.0}%", spread_percent(srvc)),
                 format!("{ratio:.2}x"),
                 format!("{low:.2}-{high:.2}"),
                 format!("{:.1}%", 100.0 * base.abort_rate),
@@ -211,7 +214,7 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
                 .iter()
                 .filter_map(|(threads, placement)| {
                     let result = result(point(&infos, mode, theta, placement)?)?;
-                    Some((*threads, median_tps(&result)))
+                    Some((*threads, median_tps(result)))
                 })
                 .collect();
             if let Some(&(threads, _)) = tps.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
