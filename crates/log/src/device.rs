@@ -3,8 +3,10 @@
 //! [`Dir`] is the only seam between the log and the operating system: files are named within
 //! one directory, appended to, synced, read whole or from an offset (recovery streams a large
 //! checkpoint in chunks), truncated, renamed and removed. [`FileDir`] maps it onto `std::fs`
-//! with real `fsync` (`File::sync_data`, and `sync_all` on the directory). [`FaultyDir`]
-//! keeps everything in memory and models what a crash keeps:
+//! with real `fsync` (`File::sync_data`, and `sync_all` on the directory), and a logger's
+//! flushes ([`Dir::append_synced`]) onto direct I/O ([`crate::direct`]). [`FaultyDir`]
+//! keeps everything in memory and models what a crash keeps (its flushes are appends and a
+//! sync, the trait's default):
 //!
 //! ```text
 //!  file bytes:  [ synced .............. | unsynced ....... ]
@@ -28,6 +30,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use thiserror::Error;
+
+use crate::direct::DirectFile;
 
 /// An I/O failure, naming the directory and the file.
 #[derive(Debug, Error)]
@@ -68,6 +72,15 @@ pub trait Dir: Send + Sync + std::fmt::Debug {
     /// Lets go of any handle kept open for a file that will not be written again (a rotated
     /// segment), so deleting it later frees its space at once.
     fn close(&self, _name: &str) {}
+    /// Appends `parts` in order and makes the file durable: a logger's flush. A directory may
+    /// write the file past its logical end with zeros (whole blocks for direct I/O); those
+    /// zeros are gone once the file is truncated to its length.
+    fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
+        for part in parts {
+            self.append(name, part)?;
+        }
+        self.sync(name)
+    }
 }
 
 /// A shared directory is a directory: the logger, the checkpoint thread and recovery can hold
@@ -109,6 +122,9 @@ impl<D: Dir + ?Sized> Dir for Arc<D> {
     fn close(&self, name: &str) {
         (**self).close(name);
     }
+    fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
+        (**self).append_synced(name, parts)
+    }
 }
 
 /// A real directory on a file system.
@@ -117,6 +133,9 @@ pub struct FileDir {
     path: PathBuf,
     /// Files kept open for appending, so each append is not an `open`.
     open_files: Mutex<BTreeMap<String, File>>,
+    /// Files a logger flushes to with direct I/O ([`Dir::append_synced`]), or `None` where
+    /// the file system refused it; any other operation on the file closes its entry first.
+    direct_files: Mutex<BTreeMap<String, Option<DirectFile>>>,
 }
 
 impl FileDir {
@@ -129,7 +148,7 @@ impl FileDir {
             file: String::new(),
             source,
         })?;
-        Ok(Self { path, open_files: Mutex::new(BTreeMap::new()) })
+        Ok(Self { path, open_files: Mutex::new(BTreeMap::new()), direct_files: Mutex::new(BTreeMap::new()) })
     }
 
     pub fn path(&self) -> &Path {
@@ -158,6 +177,12 @@ impl FileDir {
         let file = files.get_mut(name).expect("inserted above");
         action(file).map_err(|source| self.error(operation, name, source))
     }
+
+    /// Closes the file's direct handle, if it has one: the next direct flush reopens it after
+    /// whatever the file then holds.
+    fn forget_direct(&self, name: &str) {
+        self.direct_files.lock().remove(name);
+    }
 }
 
 impl Dir for FileDir {
@@ -170,11 +195,13 @@ impl Dir for FileDir {
             .open(self.path.join(name))
             .and_then(|file| file.set_len(0).map(|()| file))
             .map_err(|source| self.error("create", name, source))?;
+        self.forget_direct(name);
         self.open_files.lock().insert(name.to_string(), file);
         Ok(())
     }
 
     fn append(&self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
+        self.forget_direct(name);
         self.with_file("append to", name, |file| file.write_all(bytes))
     }
 
@@ -191,6 +218,7 @@ impl Dir for FileDir {
     }
 
     fn truncate(&self, name: &str, len: u64) -> Result<(), DeviceError> {
+        self.forget_direct(name);
         self.with_file("truncate", name, |file| file.set_len(len))
     }
 
@@ -208,11 +236,14 @@ impl Dir for FileDir {
     }
 
     fn remove(&self, name: &str) -> Result<(), DeviceError> {
+        self.forget_direct(name);
         self.open_files.lock().remove(name);
         fs::remove_file(self.path.join(name)).map_err(|source| self.error("remove", name, source))
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError> {
+        self.forget_direct(from);
+        self.forget_direct(to);
         let mut files = self.open_files.lock();
         files.remove(from);
         files.remove(to);
@@ -248,7 +279,28 @@ impl Dir for FileDir {
     }
 
     fn close(&self, name: &str) {
+        self.forget_direct(name);
         self.open_files.lock().remove(name);
+    }
+
+    /// One direct write from an aligned buffer (see [`crate::direct`]), falling back to
+    /// buffered appends where the file system has no direct I/O.
+    fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
+        let mut direct_files = self.direct_files.lock();
+        if !direct_files.contains_key(name) {
+            let opened = DirectFile::open(&self.path.join(name)).map_err(|source| self.error("open", name, source))?;
+            direct_files.insert(name.to_string(), opened);
+        }
+        match direct_files.get_mut(name).expect("inserted above") {
+            Some(direct) => direct.append_synced(parts).map_err(|source| self.error("append to", name, source)),
+            None => {
+                drop(direct_files);
+                for part in parts {
+                    self.with_file("append to", name, |file| file.write_all(part))?;
+                }
+                self.sync(name)
+            }
+        }
     }
 }
 

@@ -60,6 +60,8 @@ impl Flush {
 /// Emptied record buffers kept for reuse, at most this many per worker: an epoch's buffer
 /// grows to megabytes, and a fresh one would be zero-filled by the kernel page by page.
 const SPARE_BUFFERS_PER_WORKER: usize = 3;
+/// Buffers smaller than this are not kept for reuse.
+const SPARE_CAPACITY_MIN: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -201,6 +203,10 @@ impl GroupCommit {
             if self.spares.len() >= keep {
                 break;
             }
+            if part.capacity() < SPARE_CAPACITY_MIN {
+                // An epoch marker's buffer: a worker handed it would regrow it by doubling.
+                continue;
+            }
             part.clear();
             self.spares.push(part);
         }
@@ -276,6 +282,25 @@ mod tests {
         core.want_durable(4);
         let flush = core.poll_flush().unwrap();
         assert_eq!(flush.epoch, 4, "a marker-only flush when one is wanted");
+    }
+
+    #[test]
+    fn written_record_buffers_come_back_for_reuse_but_marker_buffers_do_not() {
+        let mut core = GroupCommit::new(1, 1, 0, 0);
+        core.publish_worker(0, WorkerEpoch::In(1));
+        core.append(0, Vec::with_capacity(SPARE_CAPACITY_MIN));
+        let mut record = Vec::with_capacity(SPARE_CAPACITY_MIN);
+        record.push(7);
+        core.append(0, record);
+        core.advance_epoch(1);
+        core.publish_worker(0, WorkerEpoch::Idle);
+        let flush = core.poll_flush().unwrap();
+        assert_eq!(flush.parts.len(), 2, "the empty buffer is not written: one record, one marker");
+        core.flushed(1);
+        core.recycle(flush);
+        let spare = core.take_spare().unwrap();
+        assert!(spare.is_empty() && spare.capacity() >= SPARE_CAPACITY_MIN, "emptied, capacity kept");
+        assert_eq!(core.take_spare(), None, "the marker's small buffer is dropped");
     }
 
     #[test]

@@ -75,6 +75,17 @@
 //! first), so records of an unfinished epoch can never join a later one; each step is safe
 //! to redo after a crash, which makes recovery idempotent.
 //!
+//! # Writing a flush: direct I/O
+//!
+//! [`FileDir`] writes each flush with one `O_DIRECT` write from a reused block-aligned
+//! buffer, padded with zeros to a whole block, then `fdatasync` (module [`direct`]). A
+//! buffered write copies the log into newly allocated page-cache pages, and on a two-core
+//! machine the logger doing that copy fell behind two workers (see `direct`'s notes). The
+//! last partial block is rewritten by the next flush with its bytes unchanged, so a torn
+//! write never damages an earlier epoch; recovery reads zeros at the end of the newest
+//! segment as its end, and a segment is truncated to its length before the next one starts
+//! (and at shutdown). File systems without direct I/O (tmpfs) get buffered appends.
+//!
 //! # Why fail-stop on an fsync error
 //!
 //! When `fsync` fails, Linux may already have dropped the dirty pages and cleared the error,
@@ -93,6 +104,8 @@
 //! * `foldhash`: recovery's map of the keys the log wrote (std's SipHash is several times
 //!   slower on integer keys).
 //! * `serde`, `serde_json`: the manifest.
+//! * `libc`: the `O_DIRECT` and `EINVAL` constants for opening a segment for direct I/O (std
+//!   has no name for them).
 //! * `thiserror` for the error enums; `proptest` and `tempfile` (a real directory that is
 //!   removed after the test) only in tests.
 //!
@@ -101,6 +114,7 @@
 
 pub mod checkpoint;
 pub mod device;
+pub mod direct;
 pub mod format;
 pub mod group;
 pub mod logger;

@@ -133,19 +133,36 @@ impl<D: Dir> SegmentWriter<D> {
     }
 
     fn write_inner(&mut self, flush: &Flush) -> Result<(), LogError> {
-        for part in &flush.parts {
-            self.dir.append(&self.current_name, part)?;
-        }
-        self.dir.sync(&self.current_name)?;
+        self.dir.append_synced(&self.current_name, &flush.parts)?;
         self.current_bytes += flush.len() as u64;
         if self.current_bytes >= self.segment_bytes_max {
-            // The full segment is never written again: let go of its handle, so that deleting
-            // it behind a checkpoint frees its space.
+            // The full segment is cut to its length before the next one exists, so recovery
+            // meets padding only in the newest segment.
+            self.cut_padding()?;
+            // It is never written again: let go of its handle, so that deleting it behind a
+            // checkpoint frees its space.
             let full = std::mem::take(&mut self.current_name);
             self.open_segment(flush.epoch + 1)?;
             self.dir.close(&full);
         }
         Ok(())
+    }
+
+    /// Cuts the zeros a direct write leaves after the segment's last record, and syncs it.
+    fn cut_padding(&mut self) -> Result<(), LogError> {
+        self.dir.truncate(&self.current_name, self.current_bytes)?;
+        self.dir.sync(&self.current_name)?;
+        Ok(())
+    }
+
+    /// Leaves the segment exactly as long as what was written (a clean shutdown).
+    pub fn finish(&mut self) -> Result<(), LogError> {
+        assert!(!self.failed, "SegmentWriter used after a failure");
+        let result = self.cut_padding();
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
     }
 }
 
@@ -580,11 +597,19 @@ impl<D: Dir> Round for Driver<D> {
         shared.global_epoch.store(core.global_epoch());
         for (worker, slot) in shared.slots.iter().enumerate() {
             let mut slot = slot.lock();
-            for (epoch, bytes) in slot.records.drain(..) {
+            let position = if stopping { WorkerEpoch::Idle } else { slot.position };
+            // The buffer of the epoch the worker is still in stays with it: it cannot be
+            // flushed before the worker leaves that epoch, and taking it would make the worker
+            // start (and grow) another buffer for the same epoch every tick.
+            let open = match (position, slot.records.last()) {
+                (WorkerEpoch::In(current), Some(&(epoch, _))) if epoch == current => 1,
+                _ => 0,
+            };
+            let closed = slot.records.len() - open;
+            for (epoch, bytes) in slot.records.drain(..closed) {
                 core.publish_worker(worker, WorkerEpoch::In(epoch));
                 core.append(worker, bytes);
             }
-            let position = if stopping { WorkerEpoch::Idle } else { slot.position };
             core.publish_worker(worker, position);
             while slot.spares.len() < SPARES_PER_SLOT
                 && let Some(spare) = core.take_spare()
@@ -606,17 +631,26 @@ impl<D: Dir> Round for Driver<D> {
                     core.recycle(flush);
                 }
                 Err(error) => {
-                    core.failed();
-                    *shared.error.lock() = Some(error.to_string());
-                    shared.failed.store(true, Ordering::Release);
-                    for slot in &shared.slots {
-                        slot.lock().records.clear();
-                    }
+                    fail(core, shared, &error);
                     return false;
                 }
             }
         }
+        if stopping && let Err(error) = self.writer.finish() {
+            fail(core, shared, &error);
+        }
         !stopping
+    }
+}
+
+/// Stops the logger for good after a failed write or sync: the error is kept for
+/// [`Logger::check`], and workers stop buffering records.
+fn fail(core: &mut GroupCommit, shared: &Shared, error: &LogError) {
+    core.failed();
+    *shared.error.lock() = Some(error.to_string());
+    shared.failed.store(true, Ordering::Release);
+    for slot in &shared.slots {
+        slot.lock().records.clear();
     }
 }
 

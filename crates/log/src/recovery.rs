@@ -221,7 +221,14 @@ pub fn recover(dir: &dyn Dir, mut sink: impl FnMut(&RecoveredRow<'_>)) -> Result
             let (record, len) = match format::decode_frame_view(&bytes[offset..]) {
                 Ok(decoded) => decoded,
                 Err(error) => {
-                    cut = Some(cut_at(offset, error.to_string()));
+                    // Zeros to the end of the newest segment are the padding of a direct
+                    // write (`crate::direct`), not damage: the log simply ends there.
+                    let padding = bytes[offset..].iter().all(|&byte| byte == 0);
+                    if !padding || index + 1 < segments.len() {
+                        let reason =
+                            if padding { "zeros before a later segment".to_string() } else { error.to_string() };
+                        cut = Some(cut_at(offset, reason));
+                    }
                     break 'segments;
                 }
             };
@@ -579,6 +586,32 @@ mod tests {
                 model.into_iter().filter_map(|(key, (version, row))| Some((key, (version, row?)))).collect();
             prop_assert_eq!(recovered, expected);
         }
+    }
+
+    #[test]
+    fn zeros_after_the_newest_segment_are_its_end_but_zeros_before_a_later_segment_are_damage() {
+        let (mut bytes, _) = segment(3);
+        bytes.extend([0u8; 5000]);
+        let dir = FaultyDir::new(0);
+        let first = naming::segment_name(0);
+        dir.create(&first).unwrap();
+        dir.append(&first, &bytes).unwrap();
+        let recovered = recover(&dir, |_| {}).unwrap();
+        assert_eq!((recovered.durable_epoch, recovered.cut), (3, None), "a direct write's padding");
+        assert_eq!(dir.len(&first).unwrap(), bytes.len() as u64 - 5000, "the padding is cut off");
+
+        // The same padding in a segment that a later one follows was never truncated, which a
+        // writer always does before it starts the next segment: the log ends there.
+        dir.append(&first, &[0u8; 100]).unwrap();
+        let mut later = Vec::new();
+        format::encode_header(&FileHeader { kind: FileKind::Segment, number: 1, first_epoch: 4 }, &mut later);
+        let second = naming::segment_name(1);
+        dir.create(&second).unwrap();
+        dir.append(&second, &later).unwrap();
+        let recovered = recover(&dir, |_| {}).unwrap();
+        assert_eq!(recovered.durable_epoch, 3);
+        let cut = recovered.cut.expect("zeros before a later segment are a cut");
+        assert_eq!((cut.file, cut.reason.as_str()), (first, "zeros before a later segment"));
     }
 
     #[test]
