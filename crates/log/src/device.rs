@@ -31,7 +31,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use thiserror::Error;
 
-use crate::direct::DirectFile;
+use crate::direct::{AlignedBuf, DirectFile};
 
 /// An I/O failure, naming the directory and the file.
 #[derive(Debug, Error)]
@@ -136,7 +136,12 @@ pub struct FileDir {
     /// Files a logger flushes to with direct I/O ([`Dir::append_synced`]), or `None` where
     /// the file system refused it; any other operation on the file closes its entry first.
     direct_files: Mutex<BTreeMap<String, Option<DirectFile>>>,
+    /// Staging buffers of closed direct files, for the next ones.
+    spare_buffers: Mutex<Vec<AlignedBuf>>,
 }
+
+/// Staging buffers [`FileDir`] keeps: one for the logger's segment, one for a checkpoint.
+const SPARE_BUFFERS_MAX: usize = 2;
 
 impl FileDir {
     /// Opens (creating if needed) the directory at `path`.
@@ -148,7 +153,12 @@ impl FileDir {
             file: String::new(),
             source,
         })?;
-        Ok(Self { path, open_files: Mutex::new(BTreeMap::new()), direct_files: Mutex::new(BTreeMap::new()) })
+        Ok(Self {
+            path,
+            open_files: Mutex::new(BTreeMap::new()),
+            direct_files: Mutex::new(BTreeMap::new()),
+            spare_buffers: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -181,7 +191,13 @@ impl FileDir {
     /// Closes the file's direct handle, if it has one: the next direct flush reopens it after
     /// whatever the file then holds.
     fn forget_direct(&self, name: &str) {
-        self.direct_files.lock().remove(name);
+        let closed = self.direct_files.lock().remove(name);
+        if let Some(Some(direct)) = closed {
+            let mut spares = self.spare_buffers.lock();
+            if spares.len() < SPARE_BUFFERS_MAX {
+                spares.push(direct.into_buffer());
+            }
+        }
     }
 }
 
@@ -288,7 +304,9 @@ impl Dir for FileDir {
     fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
         let mut direct_files = self.direct_files.lock();
         if !direct_files.contains_key(name) {
-            let opened = DirectFile::open(&self.path.join(name)).map_err(|source| self.error("open", name, source))?;
+            let buffer = self.spare_buffers.lock().pop().unwrap_or_default();
+            let opened =
+                DirectFile::open(&self.path.join(name), buffer).map_err(|source| self.error("open", name, source))?;
             direct_files.insert(name.to_string(), opened);
         }
         match direct_files.get_mut(name).expect("inserted above") {

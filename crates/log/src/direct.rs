@@ -36,9 +36,11 @@ use std::path::Path;
 pub const BLOCK: usize = 4096;
 
 /// A byte buffer whose contents start at a [`BLOCK`]-aligned address, built on a `Vec` with
-/// room to spare (no `unsafe`: the aligned start is found inside the allocation).
+/// room to spare (no `unsafe`: the aligned start is found inside the allocation). It grows to
+/// the largest flush and is handed from one segment to the next ([`DirectFile::into_buffer`]):
+/// a fresh one would be zero-filled by the kernel page by page for every 64 MiB segment.
 #[derive(Debug, Default)]
-struct AlignedBuf {
+pub struct AlignedBuf {
     raw: Vec<u8>,
     start: usize,
     len: usize,
@@ -100,16 +102,18 @@ pub struct DirectFile {
 }
 
 impl DirectFile {
-    /// Opens `path` for direct appends after its current contents, or `None` where the file
-    /// system does not support direct I/O.
-    pub fn open(path: &Path) -> io::Result<Option<Self>> {
+    /// Opens `path` for direct appends after its current contents, staging flushes in
+    /// `buffer` (its contents are dropped), or `None` where the file system does not support
+    /// direct I/O.
+    pub fn open(path: &Path, mut buffer: AlignedBuf) -> io::Result<Option<Self>> {
         let file = match OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path) {
             Ok(file) => file,
             Err(error) if error.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
             Err(error) => return Err(error),
         };
         let len = file.metadata()?.len();
-        let mut direct = Self { file, len, stage: AlignedBuf::default() };
+        buffer.len = 0;
+        let mut direct = Self { file, len, stage: buffer };
         // The partial last block, read through a buffered handle (direct reads would need
         // aligned lengths too).
         let tail = (len % BLOCK as u64) as usize;
@@ -122,6 +126,11 @@ impl DirectFile {
     /// Logical length of the file.
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Closes the file, keeping its staging buffer for the next one.
+    pub fn into_buffer(self) -> AlignedBuf {
+        self.stage
     }
 
     pub fn is_empty(&self) -> bool {
@@ -157,7 +166,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("segment");
         std::fs::write(&path, b"header").unwrap();
-        let Some(mut file) = DirectFile::open(&path).unwrap() else {
+        let Some(mut file) = DirectFile::open(&path, AlignedBuf::default()).unwrap() else {
             eprintln!("no direct I/O on this file system; nothing to test");
             return;
         };
@@ -179,10 +188,10 @@ mod tests {
             assert_eq!(&on_disk[..expected.len()], &expected[..], "round {round}");
             assert!(on_disk[expected.len()..].iter().all(|&byte| byte == 0), "padding is zeros");
         }
-        drop(file);
+        let buffer = file.into_buffer();
         // Cut back to its logical end (as a full segment is) and reopened, it goes on there.
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(expected.len() as u64).unwrap();
-        let mut file = DirectFile::open(&path).unwrap().unwrap();
+        let mut file = DirectFile::open(&path, buffer).unwrap().unwrap();
         file.append_synced(&[b"more".to_vec()]).unwrap();
         expected.extend(b"more");
         assert_eq!(&std::fs::read(&path).unwrap()[..expected.len()], &expected[..]);

@@ -474,9 +474,12 @@ fn put_u64(out: &mut Vec<u8>, value: u64) {
 fn put_row(out: &mut Vec<u8>, row: &[u64]) {
     assert!(row.len() <= ROW_WORDS_MAX, "row of {} words exceeds ROW_WORDS_MAX", row.len());
     put_u32(out, row.len() as u32);
-    out.reserve(row.len() * 8);
-    for word in row {
-        put_u64(out, *word);
+    // One resize and fixed-size stores, which the compiler turns into a copy on little-endian
+    // machines (a push per word checks the capacity every time).
+    let start = out.len();
+    out.resize(start + row.len() * 8, 0);
+    for (bytes, word) in out[start..].chunks_exact_mut(8).zip(row) {
+        bytes.copy_from_slice(&word.to_le_bytes());
     }
 }
 
