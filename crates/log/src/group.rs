@@ -59,7 +59,7 @@ impl Flush {
 
 /// Emptied record buffers kept for reuse, at most this many per worker: an epoch's buffer
 /// grows to megabytes, and a fresh one would be zero-filled by the kernel page by page.
-const SPARE_BUFFERS_PER_WORKER: usize = 3;
+const SPARE_BUFFERS_PER_WORKER: usize = 6;
 /// Buffers smaller than this are not kept for reuse.
 const SPARE_CAPACITY_MIN: usize = 4096;
 

@@ -209,6 +209,8 @@ struct WorkerSlot {
     records: Vec<(u64, Vec<u8>)>,
     /// Emptied buffers the logger handed back, for the next epochs.
     spares: Vec<Vec<u8>>,
+    /// Bytes of the worker's last completed epoch buffer it saw (a size to reserve).
+    last_epoch_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -300,10 +302,18 @@ impl WorkerLog {
         slot.position = WorkerEpoch::In(tx_epoch);
         self.entered.store(tx_epoch, Ordering::Relaxed);
         // One byte buffer per epoch: records of the same epoch are encoded back to back.
+        if let Some((epoch, bytes)) = slot.records.last()
+            && *epoch != tx_epoch
+        {
+            slot.last_epoch_bytes = bytes.len();
+        }
         match slot.records.last_mut() {
             Some((epoch, bytes)) if *epoch == tx_epoch => encode(bytes),
             _ => {
+                // Sized for what the worker's last epoch held: growing by doubling mid-epoch
+                // copies the buffer, and the new pages are zero-filled by the kernel.
                 let mut bytes = slot.spares.pop().unwrap_or_default();
+                bytes.reserve(slot.last_epoch_bytes);
                 encode(&mut bytes);
                 slot.records.push((tx_epoch, bytes));
             }
@@ -460,7 +470,12 @@ impl Logger {
             error: Mutex::new(None),
             slots: (0..workers)
                 .map(|_| {
-                    Mutex::new(WorkerSlot { position: WorkerEpoch::Idle, records: Vec::new(), spares: Vec::new() })
+                    Mutex::new(WorkerSlot {
+                        position: WorkerEpoch::Idle,
+                        records: Vec::new(),
+                        spares: Vec::new(),
+                        last_epoch_bytes: 0,
+                    })
                 })
                 .collect(),
         });

@@ -1143,6 +1143,9 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
     let seed = shared.spec.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let options = WorkerOptions { index, workers: shared.threads, record_history: shared.spec.record_history };
     let mut protocol_worker = shared.protocol.worker(options);
+    // With a log, the queue of unacknowledged commits is allocated at its bound once (pages
+    // are touched only as it fills): doubling it while the run warms up copies it each time.
+    let unacknowledged_capacity = if log.is_some() { UNACKNOWLEDGED_PER_WORKER_MAX } else { 0 };
     if let Some(log) = log {
         P::trace(&mut protocol_worker).log_to(log);
     }
@@ -1157,7 +1160,7 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
         row: Vec::new(),
         committed: 0,
         attempts: Attempts::default(),
-        unacknowledged: VecDeque::new(),
+        unacknowledged: VecDeque::with_capacity(unacknowledged_capacity),
         acknowledged_history: Vec::new(),
         shared,
     };
