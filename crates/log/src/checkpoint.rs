@@ -29,10 +29,11 @@ use crate::naming::{self, CHECKPOINT_TEMP_NAME, LogFile};
 /// pass through the page cache either, see [`crate::direct`]).
 const CHUNK_BYTES: usize = 4 << 20;
 
-/// A checkpoint being written.
+/// A checkpoint being written into a directory `D` (a reference for a checkpoint taken in one
+/// call, an `Arc` for one that a component writes a slice at a time).
 #[derive(Debug)]
-pub struct CheckpointWriter<'dir> {
-    dir: &'dir dyn Dir,
+pub struct CheckpointWriter<D: Dir> {
+    dir: D,
     begin_epoch: u64,
     rows: u64,
     /// Bytes appended to the file so far.
@@ -42,9 +43,9 @@ pub struct CheckpointWriter<'dir> {
     chunk: Vec<u8>,
 }
 
-impl<'dir> CheckpointWriter<'dir> {
+impl<D: Dir> CheckpointWriter<D> {
     /// Starts a checkpoint at `begin_epoch` (every transaction of an earlier epoch installed).
-    pub fn begin(dir: &'dir dyn Dir, begin_epoch: u64) -> Result<Self, LogError> {
+    pub fn begin(dir: D, begin_epoch: u64) -> Result<Self, LogError> {
         dir.create(CHECKPOINT_TEMP_NAME)?;
         let mut chunk = Vec::new();
         format::encode_header(
@@ -113,7 +114,7 @@ impl<'dir> CheckpointWriter<'dir> {
         self.dir.sync(CHECKPOINT_TEMP_NAME)?;
         self.dir.rename(CHECKPOINT_TEMP_NAME, &naming::checkpoint_name(self.begin_epoch))?;
         self.dir.sync_dir()?;
-        delete_covered(self.dir, self.begin_epoch)?;
+        delete_covered(&self.dir, self.begin_epoch)?;
         Ok(self.rows)
     }
 }

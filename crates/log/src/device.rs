@@ -83,49 +83,57 @@ pub trait Dir: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// A shared directory is a directory: the logger, the checkpoint thread and recovery can hold
-/// the same one.
-impl<D: Dir + ?Sized> Dir for Arc<D> {
-    fn create(&self, name: &str) -> Result<(), DeviceError> {
-        (**self).create(name)
-    }
-    fn append(&self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
-        (**self).append(name, bytes)
-    }
-    fn sync(&self, name: &str) -> Result<(), DeviceError> {
-        (**self).sync(name)
-    }
-    fn read(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
-        (**self).read(name)
-    }
-    fn truncate(&self, name: &str, len: u64) -> Result<(), DeviceError> {
-        (**self).truncate(name, len)
-    }
-    fn list(&self) -> Result<Vec<String>, DeviceError> {
-        (**self).list()
-    }
-    fn remove(&self, name: &str) -> Result<(), DeviceError> {
-        (**self).remove(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError> {
-        (**self).rename(from, to)
-    }
-    fn sync_dir(&self) -> Result<(), DeviceError> {
-        (**self).sync_dir()
-    }
-    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
-        (**self).read_at(name, offset, buf)
-    }
-    fn len(&self, name: &str) -> Result<u64, DeviceError> {
-        (**self).len(name)
-    }
-    fn close(&self, name: &str) {
-        (**self).close(name);
-    }
-    fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
-        (**self).append_synced(name, parts)
-    }
+/// Implements [`Dir`] for a pointer type by forwarding every method to what it points to.
+macro_rules! forward_dir {
+    ($($pointer:tt)*) => {
+        impl<D: Dir + ?Sized> Dir for $($pointer)* {
+            fn create(&self, name: &str) -> Result<(), DeviceError> {
+                (**self).create(name)
+            }
+            fn append(&self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
+                (**self).append(name, bytes)
+            }
+            fn sync(&self, name: &str) -> Result<(), DeviceError> {
+                (**self).sync(name)
+            }
+            fn read(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
+                (**self).read(name)
+            }
+            fn truncate(&self, name: &str, len: u64) -> Result<(), DeviceError> {
+                (**self).truncate(name, len)
+            }
+            fn list(&self) -> Result<Vec<String>, DeviceError> {
+                (**self).list()
+            }
+            fn remove(&self, name: &str) -> Result<(), DeviceError> {
+                (**self).remove(name)
+            }
+            fn rename(&self, from: &str, to: &str) -> Result<(), DeviceError> {
+                (**self).rename(from, to)
+            }
+            fn sync_dir(&self) -> Result<(), DeviceError> {
+                (**self).sync_dir()
+            }
+            fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
+                (**self).read_at(name, offset, buf)
+            }
+            fn len(&self, name: &str) -> Result<u64, DeviceError> {
+                (**self).len(name)
+            }
+            fn close(&self, name: &str) {
+                (**self).close(name);
+            }
+            fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
+                (**self).append_synced(name, parts)
+            }
+        }
+    };
 }
+
+// A shared directory is a directory: the logger, the checkpoint thread and recovery can hold
+// the same one; and so is a borrowed one.
+forward_dir!(Arc<D>);
+forward_dir!(&D);
 
 /// A real directory on a file system.
 #[derive(Debug)]

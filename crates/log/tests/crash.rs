@@ -99,7 +99,7 @@ fn recover_rows(dir: &FaultyDir) -> Result<(Rows, ordo_log::Recovered), LogError
 
 /// A fuzzy checkpoint being taken: its writer, the keys to read, the next key's index, and
 /// the epoch the scan ended in once it has.
-type CheckpointInProgress<'dir> = (CheckpointWriter<'dir>, Vec<(u16, u64)>, usize, Option<u64>);
+type CheckpointInProgress<'dir> = (CheckpointWriter<&'dir FaultyDir>, Vec<(u16, u64)>, usize, Option<u64>);
 
 /// Runs the engine until the power is cut (or the cycle ends); returns normally either way.
 fn run_cycle(

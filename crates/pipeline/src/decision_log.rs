@@ -28,16 +28,21 @@
 //! write or fsync the held decisions are never released and the run reports the log's error
 //! through [`Counters::fail`](crate::client::Counters::fail).
 //!
-//! The pipeline takes no checkpoints while it runs (storage partitions live on their own
-//! threads, with no consistent point to read them from outside); its log grows until the next
-//! start, whose recovery can be followed by `ordo recover`.
+//! Checkpoints while it runs: storage partitions live on their own threads, with no point to
+//! read them from outside, but the validator sees every commit's writes in commit order, so it
+//! keeps each key's newest `(version, value)` as logged and, after every
+//! `checkpoint_log_bytes` of log, writes a fuzzy checkpoint from that copy, a slice of rows per
+//! step, committed once the log is durable through the epoch its scan ended in; the segments
+//! it covers are then deleted, so the directory stays bounded however long the run.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use ordo_log::manifest::{MANIFEST_FORMAT, Manifest, ManifestColumn, ManifestTable};
-use ordo_log::{CheckpointWriter, Dir, Durability, FileDir, LogConfig, Logger, WorkerLog, WriteKind, format, naming};
+use ordo_log::{
+    CheckpointWriter, Dir, Durability, FileDir, LogConfig, LogError, Logger, WorkerLog, WriteKind, format, naming,
+};
 use ordo_workload::Workload;
 
 use crate::client::Counters;
@@ -48,8 +53,14 @@ use crate::node::Node;
 use crate::storage::StoragePartition;
 use crate::validator::Validator;
 
-/// Segments rotate at about this size.
+/// Segments rotate at about this size, or at a quarter of the checkpoint interval if that is
+/// smaller (so that a checkpoint lets most of the log go).
 const SEGMENT_BYTES_MAX: u64 = 64 << 20;
+const SEGMENT_BYTES_MIN: u64 = 4 << 10;
+/// Log written between two checkpoints unless the configuration says: as the thread engine's.
+pub const CHECKPOINT_LOG_BYTES_DEFAULT: u64 = 1 << 30;
+/// Rows a checkpoint writes per step of the validator, so that a step stays short.
+const CHECKPOINT_ROWS_PER_STEP: u64 = 1 << 14;
 /// How often a validator holding decisions wants a tick, per epoch.
 const TICKS_PER_EPOCH: u64 = 4;
 
@@ -66,6 +77,9 @@ pub struct DecisionLogConfig {
     /// Step the logger from the validator's ticks in the component's time (the deterministic
     /// simulation) instead of running its thread.
     pub manual: bool,
+    /// A checkpoint starts once this much log was written since the last one began (the
+    /// segments it covers are then deleted, so disk use stays bounded).
+    pub checkpoint_log_bytes: u64,
 }
 
 /// Two configurations are the same when they log alike into the same directory, through the
@@ -82,6 +96,7 @@ impl PartialEq for DecisionLogConfig {
             && self.durability == other.durability
             && self.epoch_ms == other.epoch_ms
             && self.manual == other.manual
+            && self.checkpoint_log_bytes == other.checkpoint_log_bytes
     }
 }
 
@@ -99,6 +114,24 @@ pub struct LoggedValidator {
     /// One commit's writes, encoded (reused).
     writes: Vec<u8>,
     failed: bool,
+    /// Each key's newest `(version, value)` as logged: what a checkpoint writes.
+    rows: Vec<(u64, i64)>,
+    dir: Arc<dyn Dir>,
+    /// The checkpoint being written, a slice of rows per step.
+    checkpoint: Option<RunningCheckpoint>,
+    /// Log bytes written when the last checkpoint began.
+    checkpoint_log_mark: u64,
+}
+
+/// A fuzzy checkpoint in progress: rows are read from the live `rows` while commits go on
+/// (recovery keeps each key's highest version, so a row may show a write of any epoch at or
+/// after `begin`); it is committed once the log is durable through the epoch its scan ended in.
+#[derive(Debug)]
+struct RunningCheckpoint {
+    writer: CheckpointWriter<Arc<dyn Dir>>,
+    next_key: u64,
+    /// Set when every row is written: the scan's last epoch, which must be durable first.
+    end_epoch: Option<u64>,
 }
 
 impl LoggedValidator {
@@ -121,7 +154,7 @@ impl LoggedValidator {
             Context { now_us: ctx.now_us, out: &mut self.outbox, recorder: &mut *ctx.recorder, history: None };
         let deadline = self.validator.tick(&mut inner, queued);
         self.route(ctx);
-        if self.held.is_empty() || self.failed {
+        if (self.held.is_empty() && self.checkpoint.is_none()) || self.failed {
             return deadline;
         }
         let poll_us = (self.config.epoch_ms * 1000 / TICKS_PER_EPOCH).max(1);
@@ -146,6 +179,7 @@ impl LoggedValidator {
                             self.writes.clear();
                             for (&key, &value) in request.writes.iter().zip(&request.values) {
                                 format::encode_write(&mut self.writes, 0, WriteKind::Put, key, ts, &[value as u64]);
+                                self.rows[key as usize] = (ts, value);
                             }
                             self.log.append_parts(epoch, Some(ts), request.writes.len() as u32, &self.writes);
                         }
@@ -165,7 +199,7 @@ impl LoggedValidator {
         if self.config.manual {
             let _ = self.logger.step(ctx.now_us / 1000);
         }
-        if let Err(error) = self.logger.check() {
+        if let Err(error) = self.logger.check().and_then(|()| self.step_checkpoint()) {
             self.failed = true;
             self.counters.fail(error.to_string());
             return;
@@ -180,6 +214,47 @@ impl LoggedValidator {
             let (_, envelope) = self.held.pop_front().expect("front exists");
             ctx.out.push(envelope);
         }
+    }
+}
+
+impl LoggedValidator {
+    /// Begins a checkpoint once enough log was written since the last one, writes the next
+    /// slice of rows of the one in progress, and commits it once the log is durable through
+    /// the epoch its scan ended in (deleting the segments it covers).
+    fn step_checkpoint(&mut self) -> Result<(), LogError> {
+        let written = self.logger.bytes_written();
+        let Some(running) = &mut self.checkpoint else {
+            if written.saturating_sub(self.checkpoint_log_mark) >= self.config.checkpoint_log_bytes {
+                // Every decision of an epoch before the global one is already in `rows`.
+                let begin = self.logger.global_epoch();
+                let writer = CheckpointWriter::begin(Arc::clone(&self.dir), begin)?;
+                self.checkpoint = Some(RunningCheckpoint { writer, next_key: 0, end_epoch: None });
+                self.checkpoint_log_mark = written;
+            }
+            return Ok(());
+        };
+        if running.end_epoch.is_none() {
+            let keys = self.rows.len() as u64;
+            let end = (running.next_key + CHECKPOINT_ROWS_PER_STEP).min(keys);
+            for key in running.next_key..end {
+                let (version, value) = self.rows[key as usize];
+                running.writer.row_words(0, key, version, &[value as u64])?;
+            }
+            running.next_key = end;
+            if end == keys {
+                // Rows may show commits of epochs up to the current one: make it durable.
+                let end_epoch = self.logger.global_epoch();
+                self.logger.want_durable(end_epoch);
+                running.end_epoch = Some(end_epoch);
+            }
+        }
+        if let Some(end_epoch) = running.end_epoch
+            && self.logger.durable_epoch() >= end_epoch
+        {
+            let running = self.checkpoint.take().expect("matched above");
+            running.writer.finish(end_epoch, self.logger.durable_epoch())?;
+        }
+        Ok(())
     }
 }
 
@@ -230,6 +305,7 @@ pub fn attach(
         None if !files.is_empty() => return Err(problem("it holds log files but no manifest".into())),
         None => wanted.write(&*dir).map_err(|e| problem(e.to_string()))?,
     }
+    let mut rows: Vec<(u64, i64)> = (0..workload.key_count()).map(|key| (0, workload.initial_value(key))).collect();
     let (durable_epoch, next_segment) = if has_checkpoint {
         let mut restored = Vec::new();
         let recovered = ordo_log::recover(&*dir, |row| {
@@ -237,6 +313,9 @@ pub fn attach(
         })
         .map_err(|e| problem(e.to_string()))?;
         restore(nodes, &restored, workload.key_count()).map_err(&problem)?;
+        for &(key, version, value) in &restored {
+            rows[key as usize] = (version, value);
+        }
         // Timestamps resume after the last logged commit, writes or not.
         if let Some(ts) = recovered.commit_ts_max
             && let Some((_, Node::Validator(validator))) =
@@ -250,15 +329,14 @@ pub fn attach(
             return Err(problem("it holds log segments but no checkpoint".into()));
         }
         let mut checkpoint = CheckpointWriter::begin(&*dir, 1).map_err(|e| problem(e.to_string()))?;
-        for key in 0..workload.key_count() {
-            let value = workload.initial_value(key) as u64;
-            checkpoint.row_words(0, key, 0, &[value]).map_err(|e| problem(e.to_string()))?;
+        for (key, &(_, value)) in rows.iter().enumerate() {
+            checkpoint.row_words(0, key as u64, 0, &[value as u64]).map_err(|e| problem(e.to_string()))?;
         }
         checkpoint.finish(0, 0).map_err(|e| problem(e.to_string()))?;
         (0, 0)
     };
-    let log_config =
-        LogConfig { durability: config.durability, epoch_ms: config.epoch_ms, segment_bytes_max: SEGMENT_BYTES_MAX };
+    let segment_bytes_max = (config.checkpoint_log_bytes / 4).clamp(SEGMENT_BYTES_MIN, SEGMENT_BYTES_MAX);
+    let log_config = LogConfig { durability: config.durability, epoch_ms: config.epoch_ms, segment_bytes_max };
     let start = if config.manual { Logger::start_manual } else { Logger::start };
     let (logger, mut logs) =
         start(Arc::clone(&dir), &log_config, 1, durable_epoch, next_segment).map_err(|e| problem(e.to_string()))?;
@@ -278,6 +356,10 @@ pub fn attach(
         outbox: Vec::new(),
         writes: Vec::new(),
         failed: false,
+        rows,
+        dir,
+        checkpoint: None,
+        checkpoint_log_mark: 0,
     };
     nodes.insert(index, (address, Node::LoggedValidator(Box::new(logged))));
     Ok(())

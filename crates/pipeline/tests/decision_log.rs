@@ -32,6 +32,8 @@ fn bank() -> Arc<dyn Workload> {
     )
 }
 
+const CHECKPOINT_LOG_BYTES: u64 = 16 << 10;
+
 fn config(mode: Mode, dir: &FaultyDir) -> PipelineConfig {
     PipelineConfig {
         mode,
@@ -49,6 +51,9 @@ fn config(mode: Mode, dir: &FaultyDir) -> PipelineConfig {
             durability: Durability::Sync,
             epoch_ms: 1,
             manual: true,
+            // Small, so that checkpoints begin, run and commit in the middle of these runs (and
+            // of the faults below), and segments rotate every 4 KiB.
+            checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
         }),
         ..PipelineConfig::default()
     }
@@ -142,4 +147,31 @@ fn after_a_log_failure_every_released_commit_recovers() {
         assert_eq!(total, keys.map(|key| workload.initial_value(key)).sum::<i64>(), "{hint}");
     }
     assert!(stopped > 0, "no seed's fault stopped its run");
+}
+
+#[test]
+fn checkpoints_while_running_keep_the_directory_bounded() {
+    let workload = bank();
+    for seed in seeds(5) {
+        let hint = format!("replay: ORDO_SEED={seed} cargo test -p ordo-pipeline --test decision_log");
+        let dir = FaultyDir::new(seed);
+        let simulation = SimulationConfig { seed, transactions: 3_000, ..SimulationConfig::default() };
+        let report = simulate(&config(Mode::Srvc, &dir), &workload, simulation).unwrap();
+        let mut checkpoints = Vec::new();
+        let mut log_bytes = 0;
+        for name in dir.list().unwrap() {
+            match ordo_log::naming::parse(&name) {
+                Some(ordo_log::naming::LogFile::Checkpoint { begin_epoch }) => checkpoints.push(begin_epoch),
+                Some(ordo_log::naming::LogFile::Segment { .. }) => log_bytes += dir.len(&name).unwrap(),
+                None => {}
+            }
+        }
+        // The run logged far more than the checkpoint interval, yet only the newest checkpoint
+        // and the segments after it remain.
+        assert_eq!(checkpoints.len(), 1, "older checkpoints are deleted: {checkpoints:?}; {hint}");
+        assert!(checkpoints[0] > 1, "no checkpoint was taken while the run went on; {hint}");
+        assert!(log_bytes < 4 * CHECKPOINT_LOG_BYTES, "{log_bytes} bytes of log remain; {hint}");
+        dir.crash(seed % 2 == 0);
+        assert_eq!(recovered(&dir, workload.key_count()), report.store, "{hint}");
+    }
 }

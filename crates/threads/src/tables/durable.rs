@@ -271,7 +271,7 @@ impl CheckpointSource for Database {
 /// A checkpoint's scan through every table, in `(table, key)` order.
 #[derive(Debug)]
 struct Scan<'d> {
-    writer: CheckpointWriter<'d>,
+    writer: CheckpointWriter<&'d dyn Dir>,
     table: usize,
     /// The key to go on from in `table`.
     next: u64,

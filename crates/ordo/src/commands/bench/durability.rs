@@ -151,6 +151,7 @@ impl LogArgs {
             durability: self.durability().into(),
             epoch_ms: self.epoch_ms.unwrap_or(PIPELINE_EPOCH_MS_DEFAULT),
             manual: false,
+            checkpoint_log_bytes: ordo_pipeline::decision_log::CHECKPOINT_LOG_BYTES_DEFAULT,
         }))
     }
 

@@ -195,6 +195,7 @@ impl TryFrom<Description> for PipelineRun {
                 durability: durability.into(),
                 epoch_ms,
                 manual: false,
+                checkpoint_log_bytes: ordo_pipeline::decision_log::CHECKPOINT_LOG_BYTES_DEFAULT,
             }),
             _ => bail!("a pipeline result with a write-ahead log records its wal, durability and epoch_ms"),
         };
