@@ -143,13 +143,16 @@ pub struct FileDir {
     open_files: Mutex<BTreeMap<String, File>>,
     /// Files a logger flushes to with direct I/O ([`Dir::append_synced`]), or `None` where
     /// the file system refused it; any other operation on the file closes its entry first.
-    direct_files: Mutex<BTreeMap<String, Option<DirectFile>>>,
+    /// Each file has a lock of its own, so the logger's flush never waits for a checkpoint's.
+    direct_files: Mutex<BTreeMap<String, SharedDirectFile>>,
     /// Staging buffers of closed direct files, for the next ones.
     spare_buffers: Mutex<Vec<AlignedBuf>>,
 }
 
 /// Staging buffers [`FileDir`] keeps: one for the logger's segment, one for a checkpoint.
 const SPARE_BUFFERS_MAX: usize = 2;
+
+type SharedDirectFile = Arc<Mutex<Option<DirectFile>>>;
 
 impl FileDir {
     /// Opens (creating if needed) the directory at `path`.
@@ -200,7 +203,7 @@ impl FileDir {
     /// whatever the file then holds.
     fn forget_direct(&self, name: &str) {
         let closed = self.direct_files.lock().remove(name);
-        if let Some(Some(direct)) = closed {
+        if let Some(direct) = closed.and_then(|file| file.lock().take()) {
             let mut spares = self.spare_buffers.lock();
             if spares.len() < SPARE_BUFFERS_MAX {
                 spares.push(direct.into_buffer());
@@ -310,17 +313,21 @@ impl Dir for FileDir {
     /// One direct write from an aligned buffer (see [`crate::direct`]), falling back to
     /// buffered appends where the file system has no direct I/O.
     fn append_synced(&self, name: &str, parts: &[Vec<u8>]) -> Result<(), DeviceError> {
-        let mut direct_files = self.direct_files.lock();
-        if !direct_files.contains_key(name) {
-            let buffer = self.spare_buffers.lock().pop().unwrap_or_default();
-            let opened =
-                DirectFile::open(&self.path.join(name), buffer).map_err(|source| self.error("open", name, source))?;
-            direct_files.insert(name.to_string(), opened);
-        }
-        match direct_files.get_mut(name).expect("inserted above") {
+        let file = {
+            let mut direct_files = self.direct_files.lock();
+            if !direct_files.contains_key(name) {
+                let buffer = self.spare_buffers.lock().pop().unwrap_or_default();
+                let opened = DirectFile::open(&self.path.join(name), buffer)
+                    .map_err(|source| self.error("open", name, source))?;
+                direct_files.insert(name.to_string(), Arc::new(Mutex::new(opened)));
+            }
+            Arc::clone(&direct_files[name])
+        };
+        let mut file = file.lock();
+        match &mut *file {
             Some(direct) => direct.append_synced(parts).map_err(|source| self.error("append to", name, source)),
             None => {
-                drop(direct_files);
+                drop(file);
                 for part in parts {
                     self.with_file("append to", name, |file| file.write_all(part))?;
                 }
