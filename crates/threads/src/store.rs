@@ -123,7 +123,7 @@ impl Table {
         &self.lines[index / LINE_WORDS].0[index % LINE_WORDS]
     }
 
-    /// Starts loading `key`'s record into the cache (see [`prefetch`]).
+    /// Starts loading `key`'s record into the cache (see `prefetch`).
     #[inline]
     pub fn prefetch(&self, key: Key) {
         let first = key as usize * self.stride / LINE_WORDS;

@@ -444,7 +444,7 @@ impl std::fmt::Debug for RunHooks<'_> {
 }
 
 /// Runs `workload` on the protocol `config` names; `progress(elapsed_s, commits)` is called
-/// every [`PROGRESS_MS`].
+/// every `PROGRESS_MS`.
 pub fn run(
     config: &TablesConfig,
     workload: &Arc<dyn TableWorkload>,

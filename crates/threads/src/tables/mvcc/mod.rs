@@ -20,14 +20,14 @@
 //! newest version of each is visible to its snapshot (first committer wins), draws its stamp
 //! `c` from the clock with one `fetch_add`, and links a new version per write. Nothing else
 //! is shared by all committers. A reader that meets a locked head asks the lock holder's
-//! status word ([`slots`]): a holder stamped above the reader's snapshot installs a version
+//! status word (`slots`): a holder stamped above the reader's snapshot installs a version
 //! the reader would skip anyway, so it reads past the lock; otherwise (unstamped, or stamped
 //! at or below its snapshot) it waits until the install is done. Because a committer locks
 //! before it draws its stamp, every committer stamped at or below a snapshot is already
 //! visible as a lock (or as its version) to a reader of that snapshot: snapshots are
 //! consistent. A read-only transaction takes no stamp and writes nothing shared at commit.
 //!
-//! `ssi` adds SSN's exclusion window, computed in parallel as in ERMIA ([`ssn`]): each
+//! `ssi` adds SSN's exclusion window, computed in parallel as in ERMIA (module `ssn`): each
 //! committer marks what it overwrites and registers as a reader of what it read before
 //! drawing its stamp, waits only for the pi of overwriters stamped before it, and aborts when
 //! `pi <= eta`. Read-only transactions are serialized at their snapshot and check only loads.
@@ -588,7 +588,7 @@ impl TableProtocol for MvccTables {
     }
 }
 
-/// A checkpoint reads every row at a snapshot it publishes ([`Slots::pin_reader`]), as a
+/// A checkpoint reads every row at a snapshot it publishes (`Slots::pin_reader`), as a
 /// reader of the committed state: no chain is trimmed below what that snapshot sees, so no
 /// version it reads is reused under it, and it waits for a committer that may be stamped at
 /// or below it, as any reader does. A snapshot taken after the checkpoint began sees every
