@@ -327,6 +327,8 @@ impl Dir for FileDir {
         match &mut *file {
             Some(direct) => direct.append_synced(parts).map_err(|source| self.error("append to", name, source)),
             None => {
+                // The trait's default, minus `append`'s `forget_direct`: the `None` entry stays,
+                // so the next flush does not try `O_DIRECT` again.
                 drop(file);
                 for part in parts {
                     self.with_file("append to", name, |file| file.write_all(part))?;

@@ -302,16 +302,14 @@ impl WorkerLog {
         slot.position = WorkerEpoch::In(tx_epoch);
         self.entered.store(tx_epoch, Ordering::Relaxed);
         // One byte buffer per epoch: records of the same epoch are encoded back to back.
-        if let Some((epoch, bytes)) = slot.records.last()
-            && *epoch != tx_epoch
-        {
-            slot.last_epoch_bytes = bytes.len();
-        }
         match slot.records.last_mut() {
             Some((epoch, bytes)) if *epoch == tx_epoch => encode(bytes),
             _ => {
                 // Sized for what the worker's last epoch held: growing by doubling mid-epoch
                 // copies the buffer, and the new pages are zero-filled by the kernel.
+                if let Some((_, previous)) = slot.records.last() {
+                    slot.last_epoch_bytes = previous.len();
+                }
                 let mut bytes = slot.spares.pop().unwrap_or_default();
                 bytes.reserve(slot.last_epoch_bytes);
                 encode(&mut bytes);
