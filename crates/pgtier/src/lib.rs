@@ -25,7 +25,7 @@
 //!          ▼              ▼                               ▼
 //!   PostgreSQL: SELECT sb_send_payment(id, ...)  -- one implicit transaction per call,
 //!               which also inserts id into ordo_txn
-//!           or, grouped (batch, reorder; default G = 16): up to G consecutive queued
+//!           or, grouped (batch, reorder; auto G starts at 64): up to G consecutive queued
 //!               transactions as one server transaction, SELECT sb_group(ids[], ...)
 //! ```
 //!

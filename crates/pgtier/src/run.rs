@@ -49,8 +49,11 @@ use crate::tuning::{LiveSizes, TierTuner, WindowCounts};
 /// Pipelined requests per connection in batch and reorder modes (functions only).
 pub const PIPELINE_DEPTH_DEFAULT: usize = 8;
 /// Transactions per server transaction in batch and reorder modes (see `group`), where an
-/// `auto` group size starts.
-pub const GROUP_MAX_DEFAULT: usize = 16;
+/// `auto` group size starts: at least the starting batch, so each batch's queue begins as one
+/// server transaction, the fastest fixed setting at every connection count measured on this
+/// machine (BENCHMARKS.md, "`auto` batch and group sizes against fixed ones"); the controller
+/// moves it down where smaller groups run faster.
+pub const GROUP_MAX_DEFAULT: usize = 64;
 /// `deadlock_timeout` of the tier's sessions: waits on row locks under SERIALIZABLE are short
 /// (the holder commits and the waiter fails with 40001) unless two transactions wait on each
 /// other, and a group holds more locks for longer, so a deadlock is found after this long
@@ -178,7 +181,7 @@ named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 impl TierConfig {
     /// The tier's defaults on `session`: reorder over 16 connections, rolling dispatch with
     /// affinity, placement by conflict components, `auto` batch and group sizes (starting at
-    /// batches of 50 and groups of 16).
+    /// batches of 50 and groups of 64).
     pub fn new(session: SessionConfig) -> Self {
         TierConfig {
             session,

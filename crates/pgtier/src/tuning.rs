@@ -177,10 +177,10 @@ mod tests {
         let mut tuner = TierTuner::new(&config).unwrap().expect("auto by default");
         let counts = WindowCounts::default();
         let sizes = LiveSizes::initial(&config);
-        assert_eq!((sizes.batch(), sizes.group()), (50, 16));
+        assert_eq!((sizes.batch(), sizes.group()), (50, 64));
         tuner.observe(0, &counts, &sizes);
         assert_eq!(sizes.batch(), 75, "the batch knob's first round starts on its up side");
-        assert_eq!(sizes.group(), 16, "the group knob holds while the batch knob's round runs");
+        assert_eq!(sizes.group(), 64, "the group knob holds while the batch knob's round runs");
         // Too few commits: the window goes on.
         counts.commit(1000);
         tuner.observe(250_000, &counts, &sizes);
@@ -191,7 +191,7 @@ mod tests {
         tuner.observe(500_000, &counts, &sizes);
         assert_eq!(sizes.batch(), 33, "the first window closed: the down side, 50 / 1.5");
         let samples = tuner.samples();
-        assert_eq!((samples[0].batch, samples[0].group), (Some(50), Some(16)));
+        assert_eq!((samples[0].batch, samples[0].group), (Some(50), Some(64)));
         assert!(samples[0].storage.is_none());
     }
 }

@@ -99,7 +99,7 @@ pub struct PgArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
     pub pg_placement: Vec<PlacementChoice>,
     /// batch and reorder: transactions per server transaction: auto (chosen while the tier
-    /// runs, starting at 16; always 1 for nobatch and statements) or a number, 1..=1000 (1: off,
+    /// runs, starting at 64; always 1 for nobatch and statements) or a number, 1..=1000 (1: off,
     /// each its own; nobatch refuses more than 1); a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_group: Vec<BatchSize>,
@@ -454,7 +454,7 @@ impl PgBench {
         expand(&mut configs, &p.pg_placement, |c, &placement| {
             // Without grouping, components pins each hot component's transactions to one
             // connection, one commit flush each, and the paper's placement is faster (BENCHMARKS.md).
-            // An auto group size starts at 16, so it groups.
+            // An auto group size starts at 64, so it groups.
             let grouped = c.group_max.is_auto() || c.effective_group_max() > 1;
             c.placement = match (placement, grouped) {
                 (PlacementChoice::Components, _) | (PlacementChoice::Auto, true) => Placement::Components,
