@@ -38,15 +38,26 @@
 //! Recycling an id needs to know that no thread still works with it. crossbeam-epoch is the
 //! well-kept, lock-free answer, and its deferred functions are the hook an arena needs: a
 //! retired id goes back on a free list once every thread pinned at retirement has unpinned.
-//! Engines pin once per transaction. bytemuck provides the arenas' zeroed allocation (calloc,
-//! so untouched pages of a large arena cost nothing), parking_lot the free-list shards'
-//! mutexes, crossbeam-utils cache-line padding and spin backoff.
+//! Engines pin once per transaction. parking_lot provides the free-list shards' mutexes,
+//! crossbeam-utils cache-line padding and spin backoff.
+//!
+//! ## The one `unsafe` module
+//! Arena chunks are allocated zeroed by the C library's `calloc` (module `zeroed`), not by the
+//! process's global allocator: `calloc` hands out fresh zero pages that are mapped only when
+//! touched, where mimalloc (ordo's global allocator) clears reused memory with a `memset`, which
+//! stalled a run for seconds when a chunk of gigabytes was allocated under a lock. Owning memory
+//! of another allocator takes `unsafe` on stable Rust; the module is small, every block states
+//! why it is sound, and `cargo miri test -p ordo-storage zeroed` runs its tests under Miri.
+//! bytemuck's `zeroed_slice_box`, used before, allocates through the global allocator. A test
+//! (`tests/arena_allocator.rs`) runs on stats_alloc's counting allocator, the small crate made
+//! for asserting what a piece of code allocates, and fails if a chunk goes through it.
 
 pub mod epoch;
 pub mod index;
 pub mod records;
 pub mod schema;
 pub mod shard;
+mod zeroed;
 
 /// The order of a range scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,9 +17,11 @@
 //! Growth allocates a new chunk (as large as all chunks before it) and never moves an existing
 //! one, so [`Records::words`] is O(1) and lock-free: a directory slot, a bounds-checked slice.
 //! Memory is never returned to the allocator while the arena lives; retired ids are recycled.
-//! Chunks come zeroed from the allocator (calloc), so the pages of a large chunk are mapped
-//! only when first written: loading pays one page fault per 4 KiB touched (fewer with
-//! transparent huge pages, e.g. `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`).
+//! Chunks come zeroed from the system allocator (calloc, module `zeroed`), so the pages of a
+//! large chunk are mapped only when first written: loading pays one page fault per 4 KiB
+//! touched (fewer with transparent huge pages, e.g. `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`),
+//! and a chunk allocated mid-run writes nothing, whatever the process allocated and freed
+//! before.
 //!
 //! Allocation is sharded: each thread uses its own shard (see [`crate::shard`]), which holds
 //! a free list of recycled ids and a block of fresh ids taken [`FRESH_BLOCK_RECORDS`] at a
@@ -39,6 +41,7 @@ use parking_lot::Mutex;
 
 use crate::epoch::Guard;
 use crate::shard::{SHARDS, thread_shard};
+use crate::zeroed::ZeroedWords;
 
 /// Words in a cache line (64 bytes).
 pub const LINE_WORDS: usize = 8;
@@ -55,16 +58,16 @@ pub const STEAL_RECORDS_MAX: usize = 256;
 /// One chunk of records: the words, and where the first line-aligned record starts in them.
 #[derive(Debug)]
 struct Chunk {
-    words: Box<[AtomicU64]>,
+    words: ZeroedWords,
     start_word: usize,
 }
 
 impl Chunk {
     fn new(records: u64, stride_words: usize) -> Chunk {
         let len = records as usize * stride_words + LINE_WORDS - 1;
-        // Zeroed by the allocator (calloc): a large chunk is mapped lazily, so a page costs
-        // nothing until a record on it is first written.
-        let words: Box<[AtomicU64]> = bytemuck::zeroed_slice_box(len);
+        // Zeroed by the system allocator (calloc): a large chunk is mapped lazily, so a page
+        // costs nothing until a record on it is first written.
+        let words = ZeroedWords::new(len);
         let misalignment_bytes = words.as_ptr().addr() % (LINE_WORDS * 8);
         let start_word = ((LINE_WORDS * 8 - misalignment_bytes) % (LINE_WORDS * 8)) / 8;
         Chunk { words, start_word }
