@@ -45,7 +45,7 @@ fn json_and_csv_follow_the_contract() {
     assert_eq!(records[1]["config"]["batch_size"], "auto");
     assert_eq!(records[0]["batch_sizes"][0]["flush"], 64);
     assert_eq!(records[1]["batch_sizes"][0]["flush"], 256);
-    assert_eq!(records[1]["batch_sizes"][0]["validator"], 40);
+    assert_eq!(records[1]["batch_sizes"][0]["validator"], 50, "auto batches start at half the concurrency");
     assert!(records[0]["batch_sizes"][0].get("validator").is_none(), "base has no validator batch");
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 3);
