@@ -225,9 +225,10 @@ impl fmt::Display for Placement {
 
 /// How `auto` knobs are searched: the measurement window, and each kind of knob's bounds and
 /// search (the flush interval's `batch_size_initial` is replaced by the mode's measured best,
-/// [`Mode::messages_per_flush`], and a batch's by half the concurrency, see
-/// [`PipelineConfig::initial_validator_batch_size`], both clamped to their bounds; a batch's
-/// maximum is clamped to what the concurrency can fill, see [`PipelineConfig::knobs`]).
+/// [`Mode::messages_per_flush`], and a batch's by half the concurrency unless
+/// `batch_initial_from_concurrency` is off, see [`PipelineConfig::initial_validator_batch_size`],
+/// both clamped to their bounds; a batch's maximum is clamped to what the concurrency can fill,
+/// see [`PipelineConfig::knobs`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tuning {
     /// Shortest measurement window (virtual microseconds under the simulation driver).
@@ -240,6 +241,9 @@ pub struct Tuning {
     pub window_us_max: u64,
     /// Storage and validator batches.
     pub batch: ControllerConfig,
+    /// Whether `auto` batches start at half the concurrency (the default) rather than at
+    /// `batch.batch_size_initial`.
+    pub batch_initial_from_concurrency: bool,
     /// The threaded runtime's flush interval, in messages.
     pub flush: ControllerConfig,
     /// Most entries of the recorded size history.
@@ -252,8 +256,9 @@ impl Default for Tuning {
             window_us: 50_000,
             window_commits_min: 2_000,
             window_us_max: 1_000_000,
-            // The initial 40 is replaced by half the concurrency (`batch_controller`).
+            // The initial 40 is used only without `batch_initial_from_concurrency`.
             batch: ControllerConfig::with_bounds(8, 40, 320),
+            batch_initial_from_concurrency: true,
             flush: ControllerConfig::with_bounds(16, 256, 2048),
             history_len_max: 256,
         }
@@ -358,10 +363,14 @@ impl PipelineConfig {
     fn batch_controller(&self, fillable: usize) -> ControllerConfig {
         let bounds = &self.tuning.batch;
         let max = u32::try_from(fillable).unwrap_or(u32::MAX).clamp(bounds.batch_size_min, bounds.batch_size_max);
-        let half = u32::try_from(self.concurrency / 2).unwrap_or(u32::MAX);
+        let initial = if self.tuning.batch_initial_from_concurrency {
+            u32::try_from(self.concurrency / 2).unwrap_or(u32::MAX)
+        } else {
+            bounds.batch_size_initial
+        };
         ControllerConfig {
             batch_size_max: max,
-            batch_size_initial: half.clamp(bounds.batch_size_min, max),
+            batch_size_initial: initial.clamp(bounds.batch_size_min, max),
             ..bounds.clone()
         }
     }
@@ -570,6 +579,10 @@ mod tests {
         assert_eq!((small.initial_storage_batch_size(), small.initial_validator_batch_size()), (15, 15));
         let tiny = PipelineConfig { concurrency: 4, ..PipelineConfig::default() };
         assert_eq!(tiny.initial_validator_batch_size(), 8, "at least the search's minimum");
+        let mut given = PipelineConfig::default();
+        given.tuning.batch_initial_from_concurrency = false;
+        given.tuning.batch.batch_size_initial = 30;
+        assert_eq!(given.initial_validator_batch_size(), 30, "the configured start");
         let apart = PipelineConfig { validator_batch_size: BatchSize::fixed(5).unwrap(), ..small.clone() };
         let maxima: Vec<u32> = apart.knobs().iter().map(|knob| knob.controller.batch_size_max).collect();
         assert_eq!(maxima, [60, 30, 2048], "apart, a storage batch may hold a read and a write per transaction");

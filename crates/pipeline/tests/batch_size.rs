@@ -99,6 +99,7 @@ fn config_from(mode: Mode, size: BatchSize, initial: u32) -> PipelineConfig {
     config.tuning.window_commits_min = 1_000;
     config.tuning.batch.batch_size_min = 4;
     config.tuning.batch.batch_size_initial = initial;
+    config.tuning.batch_initial_from_concurrency = false;
     config
 }
 
