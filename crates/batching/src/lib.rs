@@ -10,52 +10,91 @@
 //! explicit `now_us`) and reads back the size to use for the next window. Every batching
 //! point is configured with a [`BatchSize`] knob: `auto` (this controller) or a fixed number.
 //!
-//! # Mechanism: interleaved two-sided probes on goodput
+//! # Mechanism: interleaved three-arm rounds on goodput
 //!
 //! ```text
 //!  goodput            peak
 //!    ^                 __
-//!    |              _-    -_                 one round: windows alternate between
-//!    |           _-    ↑     -_              down = centre/step and up = centre*step
-//!    |        _-   down c up   -_            (ABBA order); the better side by more than
-//!    |     _-                    -_          the tolerance becomes the new centre
-//!    +------------------------------> batch size (log scale)
+//!    |              _-    -_                 one round measures three arms in interleaved
+//!    |           _-    ↑     -_              windows: down = centre/step, the centre, and
+//!    |        _-   down c up   -_            up = centre*step; a side that beats the centre by
+//!    |     _-                    -_          more than the tolerance becomes the new centre,
+//!    +------------------------------>        otherwise the centre stays and the step shrinks
+//!                          batch size (log scale)
 //! ```
 //!
-//! * A *round* spends `windows_per_side` windows on each side of the centre, in the order
-//!   up, down, down, up, up, down, … and scores each side by the median goodput (commits per
-//!   second) of its windows, so one noisy window cannot steer it.
-//! * The better side by more than `tolerance_ratio` becomes the new centre; within the
-//!   tolerance the centre stays (the peak lies between the two sides), except at a bound, where
-//!   the side at the bound is the centre itself: there a tie moves the centre inward (at most a
-//!   tolerance's loss), so a plateau that starts at a bound does not hold the search there.
+//! * A *round* spends `windows_per_side` windows on each of three arms, the centre and one
+//!   side either way of it, in the order up, centre, down, down, centre, up, up, centre, down,
+//!   … (`3 * windows_per_side` windows; the next round swaps up and down), and scores each arm
+//!   by the median goodput (commits per second) of its windows, so one noisy window cannot
+//!   steer it.
+//! * A side becomes the new centre only if it beats the centre by more than `tolerance_ratio`
+//!   (if both sides do, the better one). Otherwise the centre stays: it measured as good as
+//!   either neighbour a step away, so the peak lies within a step of it, and the step shrinks
+//!   to look closer.
+//! * At a bound the outer side is clamped onto the centre: that arm measures the centre again
+//!   and cannot win, and the round is an ordinary comparison of the centre with its inward
+//!   side. No rule pushes the centre off a bound on a tie. The two-sided rule needed one: it
+//!   compared `centre*step` with `centre/step`, two steps apart, except at a bound, where the
+//!   outer side was the centre and the sides were only one step apart, so a shallow slope
+//!   rising inward could tie there and nowhere else, and a tie moved the centre inward to make
+//!   up for it. Now every comparison is a side against the centre, one step apart, at a bound
+//!   as anywhere else; a tie at a bound says what it says elsewhere (nothing within a step
+//!   beats the centre by the tolerance), and staying costs less than the tolerance against
+//!   anything the round measured.
 //! * Steps are multiplicative (batch sizes that matter span 10 to several hundred, so the
 //!   search is on a log scale), and adapt as in Rprop: a move in the same direction as the
 //!   last one squares the step (up to `step_ratio_max`), so a far peak is reached in a few
-//!   rounds; a reversal or a tie takes its square root (down to `step_ratio_min`), so the
-//!   search settles into a narrow band around the peak.
+//!   rounds; a reversal, a stay, or a move cut short by a bound takes its square root (down to
+//!   `step_ratio_min`), so the search settles into a narrow band around the peak.
 //! * Re-probing: every `reprobe_every_rounds` rounds the step goes back up to
 //!   `step_ratio_reprobe`, so a moved peak is found even after the step has shrunk to its
-//!   floor; and when a round's goodput differs from the knob's previous round by more than
-//!   `level_shift_ratio` (the workload changed: a change of skew moves the level as it moves
-//!   the peak), the search restarts at once with `step_ratio_initial`.
-//! * The two sides are always at least one apart (rounded), so at small sizes a small step
-//!   still compares two different sizes.
+//!   floor; and when a round's centre measures a goodput that differs by more than
+//!   `level_shift_ratio` from what the previous round measured at the same size (the workload
+//!   changed: a change of skew moves the level as it moves the peak), the search restarts at
+//!   once with `step_ratio_initial`. The level is the centre's median, not a mean over the
+//!   arms: the sides' goodput depends on how wide the step is (on a sharp peak a re-probe's
+//!   wider step alone lowers it), and comparing one size with itself a round later leaves
+//!   only the workload to explain a change. After a move, the size that is now the centre was
+//!   measured as the winning side, and that is the figure the next round compares with.
+//! * A side is always at least one away from the rounded centre, so at small sizes a small
+//!   step still compares different sizes.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds
 //!   `latency_us_max` moves the centre down at once, whatever goodput says (both off by default:
 //!   aborted work already lowers goodput, and under optimistic concurrency control at high skew
 //!   most attempts abort at every batch size).
 //!
-//! **Why interleaved rounds** (an earlier version compared each probe with the previous one).
-//! ordo's reference machine is shared: another process can take a core for a second, so the
-//! goodput of consecutive probes drifts by tens of percent for reasons that have nothing to do
-//! with the batch size, and a controller that compares a probe with the last one follows the
-//! drift. Both sides of a round are measured within the same few windows, in ABBA order, so a
-//! drift that is roughly linear over a round weighs on both alike and cancels in the
-//! comparison. It also makes several knobs tunable on one signal: a [`Tuner`] gives each auto
-//! knob a round in turn while the others hold their centres, so no comparison mixes the moves
-//! of two knobs. The price is that the engine always runs a step away from the centre; near
-//! the peak the step is small (5% at its floor by default) and so is the cost.
+//! **Why measure the centre** (an earlier version measured only the two sides and moved to the
+//! better one). A two-sided round has no outcome that means "the centre is best": near a sharp
+//! peak both sides are worse than the centre, but rarely equally, and the better of two bad
+//! sides wins. On the pipeline engine (srvc, 100 live transactions, θ = 0.8) batch 60 was the
+//! peak, with 80 at 0.77x and 40 at 0.68x of it; from 50 that rule compared 75 with 33, moved
+//! to 75, and kept wandering between 72 and 100. It also never ran the engine at the centre.
+//! With the centre measured in the same round, a peak at the centre is a result the round can
+//! see, and the search stays on it.
+//!
+//! **Why interleaved rounds** (an earlier version still compared each probe with the previous
+//! one). ordo's reference machine is shared: another process can take a core for a second, so
+//! the goodput of consecutive probes drifts by tens of percent for reasons that have nothing to
+//! do with the batch size, and a controller that compares a probe with the last one follows the
+//! drift. All three arms of a round are measured within the same few windows, and within each
+//! block of six windows each arm's two windows sit symmetrically about the block's middle (up
+//! first and last, the centre second and fifth, down in the middle two), so a drift that is
+//! roughly linear over a round adds the same to every arm and cancels in the comparisons. With
+//! an odd `windows_per_side` the round ends in half a block (up, centre, down), which leaves
+//! the sides a window off balance; every other round swaps up and down, so that residue does
+//! not favour the same side round after round. Interleaving also makes several knobs tunable
+//! on one signal: a [`Tuner`] gives each auto knob a round in turn while the others hold their
+//! centres, so no comparison mixes the moves of two knobs.
+//!
+//! **The price.** The engine runs a step away from the centre in two windows out of three;
+//! near the peak the step is small (5% at its floor by default) and so is the cost. A round
+//! takes `3 * windows_per_side` windows, half again as many as the two-sided round, so the
+//! search moves less often for the same windows per arm. And a side is compared with the
+//! centre, one step away, rather than with the other side, two steps away: a slope must change
+//! goodput by the tolerance within one step before the centre follows it, so on a shallow
+//! slope the search holds where the two-sided rule would have crept on, until a re-probe's
+//! wider step sees past the tolerance.
 //!
 //! **Where it runs.** The pipeline engine's drivers (`ordo-pipeline`, `driver/tuning.rs`: the
 //! storage and validator batch caps, as one knob when both are `auto`, and the threaded
@@ -94,7 +133,7 @@ pub use tuner::{Knob, Tuner};
 pub const BATCH_SIZE_MIN: u32 = 1;
 /// Largest batch size a configuration may name.
 pub const BATCH_SIZE_MAX: u32 = 100_000;
-/// Largest number of windows a side of a round may span.
+/// Largest number of windows an arm of a round may span.
 pub const WINDOWS_PER_SIDE_MAX: u32 = 64;
 /// Largest history a configuration may ask for.
 pub const HISTORY_LEN_MAX: usize = 1 << 16;
