@@ -5,9 +5,11 @@
 //!  one round, windows_per_side = 3 (three arms: up = centre * step, centre, down = centre / step)
 //!     up   cen  down  down  cen   up    up   cen  down      the next round swaps up and down
 //!  ──┬────┬────┬─────┬─────┬────┬─────┬────┬────┬──> time
-//!    └ median goodput of each arm's windows, then
-//!        a side beats the centre by > tolerance : the centre moves to that side (both: the better)
-//!        neither does                           : the centre stays (the peak is within a step)
+//!    └ median goodput of each arm's windows; a side wins if it measured above the centre and
+//!      by more than the tolerance above the centre or above the other side (a slope):
+//!        a side wins                            : the centre moves to it (both win: the better)
+//!        no winner at a bound, inward side tied : the centre moves inward
+//!        no winner elsewhere                    : the centre stays (the peak is within a step)
 //!      and the next round's step
 //!        a move the same way as the last one    : step * step, up to step_ratio_max
 //!        a first move (after a stay or restart) : step kept
@@ -70,7 +72,8 @@ pub struct ControllerConfig {
     pub step_ratio_max: f64,
     /// Step restored every `reprobe_every_rounds` rounds, so a moved peak is noticed.
     pub step_ratio_reprobe: f64,
-    /// Relative margin by which a side must beat the centre for the centre to move there.
+    /// Relative margin a side must clear, over the centre or over the other side, to win a
+    /// round (it must measure above the centre in any case); two arms closer than this tie.
     pub tolerance_ratio: f64,
     /// Windows each arm of a round (the centre and each side) spans, scored by their median
     /// goodput: a round is three times this many windows.
@@ -180,12 +183,13 @@ pub struct WindowObservation {
 pub enum Decision {
     /// The round is still collecting windows (or the controller is held).
     Measuring,
-    /// The larger side beat the centre by more than the tolerance: the centre moved up.
+    /// The larger side won (or the centre left the lower bound on a tie): the centre moved up.
     Larger,
-    /// The smaller side beat the centre by more than the tolerance: the centre moved down.
+    /// The smaller side won (or the centre left the upper bound on a tie): the centre moved
+    /// down.
     Smaller,
-    /// Neither side beat the centre by more than the tolerance (the peak lies within a step of
-    /// it): the centre stayed and the step was damped.
+    /// No side won (the peak lies within a step of the centre): the centre stayed and the step
+    /// was damped.
     Stay,
     /// An abort or latency guard fired: the centre stepped down at once, the round restarted.
     Guard,
@@ -418,19 +422,32 @@ impl AdaptiveBatchSize {
         let up = median(&mut self.up_goodputs);
         let centre = median(&mut self.centre_goodputs);
         let down = median(&mut self.down_goodputs);
-        // A side wins only by beating the centre, measured in the same round, by more than the
-        // tolerance. At a bound the outer side is the centre itself: it measured the centre
-        // again, and cannot win.
-        let bar = centre * (1.0 + self.config.tolerance_ratio);
+        // At a bound the outer side is clamped onto the centre: it measured the centre again,
+        // so it cannot win, and stands for the centre in the comparisons.
         let centre_size = self.centre_size();
-        let up_wins = up > bar && self.side_size(Side::Up) > centre_size;
-        let down_wins = down > bar && self.side_size(Side::Down) < centre_size;
+        let up_open = self.side_size(Side::Up) > centre_size;
+        let down_open = self.side_size(Side::Down) < centre_size;
+        let (up_other, down_other) = (if down_open { down } else { centre }, if up_open { up } else { centre });
+        // A side wins by measuring above the centre: by more than the tolerance, or by any
+        // margin if it also beats the other side, two steps away, by more than the tolerance
+        // (a slope through the centre too shallow to clear the tolerance within one step). A
+        // side that measured below the centre never wins, so the search does not leave a peak
+        // for the better of two worse sides.
+        let margin = 1.0 + self.config.tolerance_ratio;
+        let beats = |side: f64, other: f64| side > centre && (side > centre * margin || side > other * margin);
+        let up_wins = up_open && beats(up, up_other);
+        let down_wins = down_open && beats(down, down_other);
         let winner = match (up_wins, down_wins) {
             // Both sides beat the centre (a dip at the centre: noise, or a plant with two
             // peaks): the better one.
             (true, true) => Some(if up >= down { Side::Up } else { Side::Down }),
             (true, false) => Some(Side::Up),
             (false, true) => Some(Side::Down),
+            // A tie at a bound: the round could span only one step there, so a slope rising
+            // inward that two steps would show stays hidden. Moving inward costs at most the
+            // tolerance, and the next round, off the bound, spans two steps.
+            (false, false) if !down_open && up_open && up * margin >= centre => Some(Side::Up),
+            (false, false) if !up_open && down_open && down * margin >= centre => Some(Side::Down),
             (false, false) => None,
         };
         // The winning side becomes the centre (clamped to the bounds).
