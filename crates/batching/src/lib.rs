@@ -28,18 +28,17 @@
 //!   … (`3 * windows_per_side` windows; the next round swaps up and down), and scores each arm
 //!   by the median goodput (commits per second) of its windows, so one noisy window cannot
 //!   steer it.
-//! * A side wins the round only if it measured above the centre, and by more than
-//!   `tolerance_ratio` above either the centre or the other side; the winner becomes the new
-//!   centre (if both sides win, the better one). The first test is the plain one: the side is
-//!   better than the centre by more than noise. The second catches a slope through the centre
-//!   too shallow to clear the tolerance within one step (on the deterministic pipeline runs in
-//!   `ordo-pipeline`'s `tests/batch_size.rs`, validator batches at θ = 0.3 lose under 2% from
-//!   9 to 18, and a search that needs 3% per step stops at 18): the two sides are two steps
-//!   apart, and if they differ by more than the tolerance with the centre not above the
-//!   better one, the goodput rises that way. A side that measured below the centre never
-//!   wins, whatever the other side measured. With no winner the centre stays: it measured at
-//!   least as good as both neighbours a step away, so the peak lies within a step of it, and
-//!   the step shrinks to look closer.
+//! * A side wins the round if it measured above the centre and clears `tolerance_ratio` over
+//!   either the centre or the other side; the winner becomes the new centre (if both sides
+//!   win, the better one). Clearing it over the centre is the plain test: better than the
+//!   centre by more than noise. Clearing it over the other side, two steps away, catches a
+//!   slope through the centre too shallow to show within one step (in `ordo-pipeline`'s
+//!   deterministic `tests/batch_size.rs` runs, validator batches at θ = 0.3 lose under 2%
+//!   from 9 to 18, and a search that needed 3% per step stopped at 18). A side that measured
+//!   below the centre never wins, however far it beat the other side: that is what keeps the
+//!   search on a sharp peak. With no winner the centre stays: it measured at least as good as
+//!   both neighbours a step away (within the tolerance), so the peak lies within a step of
+//!   it, and the step shrinks to look closer.
 //! * At a bound the outer side is clamped onto the centre: that arm measures the centre again,
 //!   so it cannot win and stands for the centre in the comparisons. The round then spans only
 //!   one step, from the bound to the inward side, and a slope rising inward that two steps
