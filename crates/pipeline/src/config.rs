@@ -225,8 +225,9 @@ impl fmt::Display for Placement {
 
 /// How `auto` knobs are searched: the measurement window, and each kind of knob's bounds and
 /// search (the flush interval's `batch_size_initial` is replaced by the mode's measured best,
-/// [`Mode::messages_per_flush`], clamped to its bounds; a batch's maximum is clamped to what
-/// the concurrency can fill, see [`PipelineConfig::knobs`]).
+/// [`Mode::messages_per_flush`], and a batch's by half the concurrency, see
+/// [`PipelineConfig::initial_validator_batch_size`], both clamped to their bounds; a batch's
+/// maximum is clamped to what the concurrency can fill, see [`PipelineConfig::knobs`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tuning {
     /// Shortest measurement window (virtual microseconds under the simulation driver).
@@ -251,6 +252,7 @@ impl Default for Tuning {
             window_us: 50_000,
             window_commits_min: 2_000,
             window_us_max: 1_000_000,
+            // The initial 40 is replaced by half the concurrency (`batch_controller`).
             batch: ControllerConfig::with_bounds(8, 40, 320),
             flush: ControllerConfig::with_bounds(16, 256, 2048),
             history_len_max: 256,
@@ -341,7 +343,13 @@ impl PipelineConfig {
             && self.validator_batch_size.is_auto()
     }
 
-    /// The validator batch cap the engine starts with.
+    /// The validator batch cap the engine starts with: the fixed size, or for `auto` half the
+    /// concurrency within the search's bounds. With half of the live transactions per batch,
+    /// two batches take turns: one is validated while the other's transactions read and
+    /// execute. Measured on the reference machine (BENCHMARKS.md, "Adaptive batch sizes"), the
+    /// best fixed size of srvc was 150 at every skew with 300 live transactions and 60 with 100
+    /// (from θ = 0.7; 60 and 150 tied below), and sizes past half fill one batch and leave the
+    /// next one short (80 of 100 ran at 0.63-0.97x of 60).
     pub fn initial_validator_batch_size(&self) -> usize {
         self.validator_batch_size.or(self.batch_controller(self.concurrency).batch_size_initial) as usize
     }
@@ -350,9 +358,10 @@ impl PipelineConfig {
     fn batch_controller(&self, fillable: usize) -> ControllerConfig {
         let bounds = &self.tuning.batch;
         let max = u32::try_from(fillable).unwrap_or(u32::MAX).clamp(bounds.batch_size_min, bounds.batch_size_max);
+        let half = u32::try_from(self.concurrency / 2).unwrap_or(u32::MAX);
         ControllerConfig {
             batch_size_max: max,
-            batch_size_initial: bounds.batch_size_initial.min(max),
+            batch_size_initial: half.clamp(bounds.batch_size_min, max),
             ..bounds.clone()
         }
     }
@@ -550,17 +559,21 @@ mod tests {
         assert_eq!(base.knobs()[0].controller.batch_size_initial, 64);
         let fixed = PipelineConfig { messages_per_flush: BatchSize::fixed(8).unwrap(), ..base };
         assert_eq!(fixed.initial_messages_per_flush(), 8);
-        assert_eq!(PipelineConfig::default().initial_validator_batch_size(), 40);
+        assert_eq!(PipelineConfig::default().initial_validator_batch_size(), 50, "half the concurrency");
+        let crowded = PipelineConfig { concurrency: 300, ..PipelineConfig::default() };
+        assert_eq!((crowded.initial_storage_batch_size(), crowded.initial_validator_batch_size()), (150, 150));
         // Batch searches stop where the concurrency stops filling a batch.
         let small = PipelineConfig { concurrency: 30, ..PipelineConfig::default() };
         let maxima: Vec<u32> = small.knobs().iter().map(|knob| knob.controller.batch_size_max).collect();
         assert_eq!(maxima, [30, 2048]);
-        assert_eq!(small.knobs()[0].controller.batch_size_initial, 30);
-        assert_eq!((small.initial_storage_batch_size(), small.initial_validator_batch_size()), (30, 30));
+        assert_eq!(small.knobs()[0].controller.batch_size_initial, 15);
+        assert_eq!((small.initial_storage_batch_size(), small.initial_validator_batch_size()), (15, 15));
+        let tiny = PipelineConfig { concurrency: 4, ..PipelineConfig::default() };
+        assert_eq!(tiny.initial_validator_batch_size(), 8, "at least the search's minimum");
         let apart = PipelineConfig { validator_batch_size: BatchSize::fixed(5).unwrap(), ..small.clone() };
         let maxima: Vec<u32> = apart.knobs().iter().map(|knob| knob.controller.batch_size_max).collect();
         assert_eq!(maxima, [60, 30, 2048], "apart, a storage batch may hold a read and a write per transaction");
-        assert_eq!(apart.initial_storage_batch_size(), 40);
+        assert_eq!(apart.initial_storage_batch_size(), 15);
     }
 
     #[test]

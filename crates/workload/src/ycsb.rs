@@ -197,11 +197,16 @@ impl Workload for Ycsb {
         let mut ranks = [0u64; YCSB_OPS_MAX];
         self.zipf.sample_into(rng, &mut ranks[..ops]);
         let mut drawn = ranks[..ops].iter();
+        // A bit per key's hash, set for every key taken: a clear bit proves a key new, so only a
+        // key whose bit is already set (a repeat, or one of 64 buckets shared) scans the keys
+        // taken. The keys and their order are what a scan of every key would give.
+        let mut taken = 0u64;
         while txn.keys.len() < ops {
             let rank = drawn.next().copied().unwrap_or_else(|| self.zipf.sample(rng));
             let key = self.key_of_rank(rank);
-            // Without early exit: the scan of at most 64 keys vectorizes.
-            if txn.keys.iter().fold(0u8, |taken, &other| taken | u8::from(other == key)) == 0 {
+            let bit = 1u64 << (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+            if taken & bit == 0 || !txn.keys.contains(&key) {
+                taken |= bit;
                 txn.keys.push(key);
             }
         }
