@@ -203,9 +203,9 @@ mod tests {
         assert_eq!(tuner.tuner.names(), [KNOB_BATCH]);
         let sizes = tuner.sizes();
         assert_eq!(sizes.storage, sizes.validator);
-        assert_eq!(sizes.storage, 60, "the first round's up side: 40 * 1.5");
+        assert_eq!(sizes.storage, 75, "the first round's up side: half the concurrency (50) * 1.5");
         tuner.observe(0, Tally::default());
-        assert_eq!((tuner.samples()[0].storage, tuner.samples()[0].validator), (Some(40), Some(40)));
+        assert_eq!((tuner.samples()[0].storage, tuner.samples()[0].validator), (Some(50), Some(50)));
     }
 
     #[test]
