@@ -1,16 +1,22 @@
-//! One knob's search: interleaved two-sided probes around a centre, on a log scale.
+//! One knob's search: rounds that measure the centre and a side either way of it, in
+//! interleaved windows, on a log scale.
 //!
 //! ```text
-//!  windows of one round (windows_per_side = 3), sides in ABBA order:
-//!     up   down  down  up    up   down          up = centre * step, down = centre / step
-//!  ──┬─────┬─────┬─────┬─────┬─────┬──> time
-//!    └ median goodput of the ups  vs  median goodput of the downs
-//!        ups better by > tolerance  : centre *= step   (same way as last move: step *= step)
-//!        downs better by > tolerance: centre /= step   (reversal: step = sqrt(step))
-//!        within tolerance           : step = sqrt(step) (the peak lies between the two sides)
+//!  one round, windows_per_side = 3 (three arms: up = centre * step, centre, down = centre / step)
+//!     up   cen  down  down  cen   up    up   cen  down      the next round swaps up and down
+//!  ──┬────┬────┬─────┬─────┬────┬─────┬────┬────┬──> time
+//!    └ median goodput of each arm's windows; a side wins if it measured above the centre and
+//!      by more than the tolerance above the centre or above the other side (a slope):
+//!        a side wins                            : the centre moves to it (both win: the better)
+//!        no winner at a bound, inward side tied : the centre moves inward
+//!        no winner elsewhere                    : the centre stays (the peak is within a step)
+//!      and the next round's step
+//!        a move the same way as the last one    : step * step, up to step_ratio_max
+//!        a first move (after a stay or restart) : step kept
+//!        a reversal, a stay, a clamped move     : sqrt(step), down to step_ratio_min
 //! ```
 //!
-//! See the crate essay for why the two sides are interleaved.
+//! See the crate essay for why the arms are interleaved and why the centre is measured.
 
 use crate::history::History;
 use crate::{BATCH_SIZE_MAX, BATCH_SIZE_MIN, HISTORY_LEN_MAX, STEP_RATIO_MAX, WINDOWS_PER_SIDE_MAX};
@@ -66,16 +72,18 @@ pub struct ControllerConfig {
     pub step_ratio_max: f64,
     /// Step restored every `reprobe_every_rounds` rounds, so a moved peak is noticed.
     pub step_ratio_reprobe: f64,
-    /// Relative goodput difference below which the two sides count as equal.
+    /// Relative margin a side must clear, over the centre or over the other side, to win a
+    /// round (it must measure above the centre in any case); two arms closer than this tie.
     pub tolerance_ratio: f64,
-    /// Windows each side of a round spans (scored by their median goodput).
+    /// Windows each arm of a round (the centre and each side) spans, scored by their median
+    /// goodput: a round is three times this many windows.
     pub windows_per_side: u32,
     /// Rounds between two re-probes.
     pub reprobe_every_rounds: u32,
-    /// A round whose goodput (both sides together) differs from this knob's previous round by
-    /// more than this ratio (either way) restarts the search with `step_ratio_initial`: the
-    /// workload changed (a change of skew moves the peak as it moves the level). `None` = only
-    /// the periodic re-probe.
+    /// A round whose centre's goodput differs from what this knob's previous round measured at
+    /// the same size by more than this ratio (either way) restarts the search with
+    /// `step_ratio_initial`: the workload changed (a change of skew moves the peak as it moves
+    /// the level). `None` = only the periodic re-probe.
     pub level_shift_ratio: Option<f64>,
     /// Abort ratio (aborts / attempts) of a window above which the centre steps down at once;
     /// `None` = off.
@@ -175,12 +183,14 @@ pub struct WindowObservation {
 pub enum Decision {
     /// The round is still collecting windows (or the controller is held).
     Measuring,
-    /// The larger side was better: the centre moved up.
+    /// The larger side won (or the centre left the lower bound on a tie): the centre moved up.
     Larger,
-    /// The smaller side was better: the centre moved down.
+    /// The smaller side won (or the centre left the upper bound on a tie): the centre moved
+    /// down.
     Smaller,
-    /// Both sides equal within the tolerance: the step was damped, the centre kept.
-    Plateau,
+    /// No side won (the peak lies within a step of the centre): the centre stayed and the step
+    /// was damped.
+    Stay,
     /// An abort or latency guard fired: the centre stepped down at once, the round restarted.
     Guard,
 }
@@ -192,12 +202,25 @@ impl Decision {
     }
 }
 
-/// Which side of the centre a window measures.
+/// A side of the centre: where a side arm measures, and which way a move goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Up,
     Down,
 }
+
+/// What one window of a round measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arm {
+    Centre,
+    Side(Side),
+}
+
+/// The arms of a round's windows, repeated: each arm's windows in a block of six are placed
+/// symmetrically about the block's middle (up at 0 and 5, centre at 1 and 4, down at 2 and 3),
+/// so a drift that is linear over the block adds the same to every arm's mean.
+const ARM_PATTERN: [Arm; 6] =
+    [Arm::Side(Side::Up), Arm::Centre, Arm::Side(Side::Down), Arm::Side(Side::Down), Arm::Centre, Arm::Side(Side::Up)];
 
 /// The controller of one knob. See the crate essay.
 #[derive(Debug, Clone)]
@@ -208,13 +231,19 @@ pub struct AdaptiveBatchSize {
     step_ratio: f64,
     /// Direction of the last move, if the last round moved.
     last_move: Option<Side>,
-    /// Goodput of the last round, both sides together.
+    /// Median goodput the last round measured at the size that is now the centre (its centre
+    /// arm's, or the winning side's if it moved); `None` before the first round and after a
+    /// guard.
     level: Option<f64>,
-    /// Goodput per window of the current round, by side.
+    /// Goodput per window of the current round, by arm.
     up_goodputs: Vec<f64>,
+    centre_goodputs: Vec<f64>,
     down_goodputs: Vec<f64>,
     /// Windows of the current round so far.
     round_windows: u32,
+    /// Whether the current round runs the pattern with its sides swapped (every other
+    /// completed round does).
+    mirrored: bool,
     rounds_since_reprobe: u32,
     /// Start of the current window; `None` until the first observation (or while held).
     window_start_us: Option<u64>,
@@ -237,8 +266,10 @@ impl AdaptiveBatchSize {
             last_move: None,
             level: None,
             up_goodputs: Vec::with_capacity(windows),
+            centre_goodputs: Vec::with_capacity(windows),
             down_goodputs: Vec::with_capacity(windows),
             round_windows: 0,
+            mirrored: false,
             rounds_since_reprobe: 0,
             window_start_us: None,
             held: false,
@@ -251,19 +282,23 @@ impl AdaptiveBatchSize {
         &self.config
     }
 
-    /// The size to use for the next window: a side of the centre during a round, the centre
-    /// itself while held.
+    /// The size to use for the next window: the size of the round's arm that window measures
+    /// (a side or the centre), the centre itself while held.
     #[must_use]
     pub fn batch_size(&self) -> u32 {
         if self.held {
             return self.centre_size();
         }
-        self.side_size(Self::side_of(self.round_windows))
+        match self.arm_of(self.round_windows) {
+            Arm::Centre => self.centre_size(),
+            Arm::Side(side) => self.side_size(side),
+        }
     }
 
     /// The size of a side: `centre * step` or `centre / step`, rounded, and at least one away
-    /// from the rounded centre (at small sizes a small step would otherwise round both sides
-    /// to the same size, and the round could tell them apart only by noise), within bounds.
+    /// from the rounded centre (at small sizes a small step would otherwise round a side to
+    /// the centre, and the round could tell them apart only by noise), within bounds. At a
+    /// bound the outer side is the centre itself.
     fn side_size(&self, side: Side) -> u32 {
         let centre = self.centre_size();
         let (min, max) = (self.config.batch_size_min, self.config.batch_size_max);
@@ -326,34 +361,48 @@ impl AdaptiveBatchSize {
         if self.guard_fires(&observation) {
             self.centre = (self.centre / self.step_ratio).max(f64::from(self.config.batch_size_min));
             self.last_move = Some(Side::Down);
+            // Nothing was measured at the new centre: the next round's level starts afresh.
+            self.level = None;
             self.clear_round();
             self.history.offer(observation.now_us, self.centre_size());
             return Decision::Guard;
         }
         #[expect(clippy::cast_precision_loss, reason = "counts and microseconds are far below 2^52")]
         let goodput = observation.committed as f64 * 1e6 / elapsed_us as f64;
-        match Self::side_of(self.round_windows) {
-            Side::Up => self.up_goodputs.push(goodput),
-            Side::Down => self.down_goodputs.push(goodput),
+        match self.arm_of(self.round_windows) {
+            Arm::Side(Side::Up) => self.up_goodputs.push(goodput),
+            Arm::Centre => self.centre_goodputs.push(goodput),
+            Arm::Side(Side::Down) => self.down_goodputs.push(goodput),
         }
         self.round_windows += 1;
-        if self.round_windows < 2 * self.config.windows_per_side {
+        if self.round_windows < 3 * self.config.windows_per_side {
             return Decision::Measuring;
         }
         let decision = self.decide();
         self.clear_round();
+        self.mirrored = !self.mirrored;
         self.history.offer(observation.now_us, self.centre_size());
         decision
     }
 
-    /// The side window `index` of a round measures: up, down, down, up, up, down, down, up, …
-    /// (ABBA), so a trend in the plant during a round weighs on both sides alike.
-    fn side_of(index: u32) -> Side {
-        if matches!(index % 4, 0 | 3) { Side::Up } else { Side::Down }
+    /// The arm window `index` of the current round measures: up, centre, down, down, centre,
+    /// up, repeated (so with `windows_per_side` windows an arm, a round of `3 *
+    /// windows_per_side` windows gives each arm its share), with up and down swapped in a
+    /// mirrored round. With an odd `windows_per_side` the last block is cut in half (up,
+    /// centre, down) and leaves the sides one window off balance, up later than down; mirroring
+    /// every other round turns that residue the other way, so a steady drift does not favour
+    /// one side round after round.
+    fn arm_of(&self, index: u32) -> Arm {
+        match ARM_PATTERN[(index % 6) as usize] {
+            Arm::Side(Side::Up) if self.mirrored => Arm::Side(Side::Down),
+            Arm::Side(Side::Down) if self.mirrored => Arm::Side(Side::Up),
+            arm => arm,
+        }
     }
 
     fn clear_round(&mut self) {
         self.up_goodputs.clear();
+        self.centre_goodputs.clear();
         self.down_goodputs.clear();
         self.round_windows = 0;
     }
@@ -371,22 +420,35 @@ impl AdaptiveBatchSize {
 
     fn decide(&mut self) -> Decision {
         let up = median(&mut self.up_goodputs);
+        let centre = median(&mut self.centre_goodputs);
         let down = median(&mut self.down_goodputs);
-        let tolerance = self.config.tolerance_ratio;
-        let centre = self.centre_size();
-        let winner = if up > down * (1.0 + tolerance) {
-            Some(Side::Up)
-        } else if down > up * (1.0 + tolerance) {
-            Some(Side::Down)
-        } else if centre == self.config.batch_size_min && centre < self.config.batch_size_max {
-            // A tie at a bound: the side at the bound is the centre itself, so the round only
-            // learned that the inward side is no worse. Moving inward costs at most the
-            // tolerance, while staying would leave a plateau that starts at the bound unexplored.
-            Some(Side::Up)
-        } else if centre == self.config.batch_size_max && centre > self.config.batch_size_min {
-            Some(Side::Down)
-        } else {
-            None
+        // At a bound the outer side is clamped onto the centre: it measured the centre again,
+        // so it cannot win, and stands for the centre in the comparisons.
+        let centre_size = self.centre_size();
+        let up_open = self.side_size(Side::Up) > centre_size;
+        let down_open = self.side_size(Side::Down) < centre_size;
+        let (up_other, down_other) = (if down_open { down } else { centre }, if up_open { up } else { centre });
+        // A side wins by measuring above the centre: by more than the tolerance, or by any
+        // margin if it also beats the other side, two steps away, by more than the tolerance
+        // (a slope through the centre too shallow to clear the tolerance within one step). A
+        // side that measured below the centre never wins, so the search does not leave a peak
+        // for the better of two worse sides.
+        let margin = 1.0 + self.config.tolerance_ratio;
+        let beats = |side: f64, other: f64| side > centre && (side > centre * margin || side > other * margin);
+        let up_wins = up_open && beats(up, up_other);
+        let down_wins = down_open && beats(down, down_other);
+        let winner = match (up_wins, down_wins) {
+            // Both sides beat the centre (a dip at the centre: noise, or a plant with two
+            // peaks): the better one.
+            (true, true) => Some(if up >= down { Side::Up } else { Side::Down }),
+            (true, false) => Some(Side::Up),
+            (false, true) => Some(Side::Down),
+            // A tie at a bound: the round could span only one step there, so a slope rising
+            // inward that two steps would show stays hidden. Moving inward costs at most the
+            // tolerance, and the next round, off the bound, spans two steps.
+            (false, false) if !down_open && up_open && up * margin >= centre => Some(Side::Up),
+            (false, false) if !up_open && down_open && down * margin >= centre => Some(Side::Down),
+            (false, false) => None,
         };
         // The winning side becomes the centre (clamped to the bounds).
         let (size_min, size_max) = (f64::from(self.config.batch_size_min), f64::from(self.config.batch_size_max));
@@ -401,10 +463,10 @@ impl AdaptiveBatchSize {
                 self.centre = side.max(size_min);
                 (Decision::Smaller, side <= size_min)
             }
-            None => (Decision::Plateau, false),
+            None => (Decision::Stay, false),
         };
         // The next round's step grows while moves keep one direction (a far peak is reached in
-        // a few rounds), and shrinks at a reversal, a tie, or a move cut short by a bound (the
+        // a few rounds), and shrinks at a reversal, a stay, or a move cut short by a bound (the
         // peak is near, or at the bound).
         let (min, max) = (self.config.step_ratio_min, self.config.step_ratio_max);
         match (winner, self.last_move) {
@@ -413,12 +475,17 @@ impl AdaptiveBatchSize {
             _ => self.step_ratio = self.step_ratio.sqrt().max(min),
         }
         self.last_move = winner;
-        let level = f64::midpoint(up, down);
+        // The level: the centre's median against what the last round measured at the same
+        // size, so neither the step (how far out the sides are) nor a move enters it.
         let shifted = match (self.level, self.config.level_shift_ratio) {
-            (Some(previous), Some(ratio)) => level > previous * (1.0 + ratio) || level * (1.0 + ratio) < previous,
+            (Some(previous), Some(ratio)) => centre > previous * (1.0 + ratio) || centre * (1.0 + ratio) < previous,
             _ => false,
         };
-        self.level = Some(level);
+        self.level = Some(match winner {
+            Some(Side::Up) => up,
+            Some(Side::Down) => down,
+            None => centre,
+        });
         self.rounds_since_reprobe += 1;
         if shifted {
             // The workload changed: search again as from the start.

@@ -3,10 +3,10 @@
 //! ```text
 //!  knobs:    storage (auto)   validator (auto)   flush (auto)   … fixed knobs just report their size
 //!  rounds:   [ storage round ][ validator round ][ flush round ][ storage round ] …
-//!            the knob whose round it is probes its two sides; the others hold their centres
+//!            the knob whose round it is measures its centre and two sides; the others hold theirs
 //! ```
 //!
-//! A round compares two sides of one knob measured in the same few windows, with every other
+//! A round compares three sizes of one knob measured in the same few windows, with every other
 //! knob held, so a move of another knob never enters the comparison; knobs simply take turns,
 //! one round each (coordinate search). A single auto knob runs round after round.
 
@@ -192,7 +192,7 @@ mod tests {
         let mut t = 0;
         tuner.observe(window(t, 0));
         let mut turns = Vec::new();
-        for _ in 0..40 {
+        for _ in 0..60 {
             t += 1000;
             let centres = tuner.history().last().unwrap().1.clone();
             match tuner.active() {
@@ -207,11 +207,11 @@ mod tests {
             tuner.observe(window(t, u64::from(tuner.size(0)) * 10));
             assert_eq!(tuner.size(1), 7);
         }
-        assert_eq!(turns.len(), 20, "one round (two windows) per turn: {turns:?}");
+        assert_eq!(turns.len(), 20, "one round (three windows) per turn: {turns:?}");
         assert!(turns.windows(2).all(|pair| pair[0] != pair[1]));
         let last = &tuner.history().last().unwrap().1;
         assert_eq!(last[0], 150, "a climbed to its maximum");
-        assert_eq!(last[2], 40, "b's sides tie, so its centre stays");
+        assert_eq!(last[2], 40, "b's arms tie, so its centre stays");
     }
 
     #[test]

@@ -189,7 +189,13 @@ mod tests {
             counts.commit(1000);
         }
         tuner.observe(500_000, &counts, &sizes);
-        assert_eq!(sizes.batch(), 33, "the first window closed: the down side, 50 / 1.5");
+        assert_eq!(sizes.batch(), 50, "the first window closed: the round's second measures the centre");
+        for _ in 0..3000 {
+            counts.commit(1000);
+        }
+        tuner.observe(750_000, &counts, &sizes);
+        assert_eq!(sizes.batch(), 33, "and its third the down side, 50 / 1.5");
+        assert_eq!(sizes.group(), 64, "the group knob still holds");
         let samples = tuner.samples();
         assert_eq!((samples[0].batch, samples[0].group), (Some(50), Some(64)));
         assert!(samples[0].storage.is_none());

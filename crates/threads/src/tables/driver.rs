@@ -271,7 +271,8 @@ impl TablesConfig {
 /// At the rates this engine reaches on two cores (about 100,000 TPC-C and 250,000 YCSB commits
 /// per second with reordering) a 50 ms window counts several thousand commits, so counting
 /// noise (about 1/sqrt(commits), under 2%) stays below the controller's 3% tolerance, and a
-/// round (three windows a side) takes about 300 ms: some thirty rounds in a ten-second run.
+/// round (three windows on each of its three sizes) takes about 450 ms: some twenty rounds in a
+/// ten-second run.
 ///
 /// The upper bound, 32 transactions per thread, is where measured throughput stops growing
 /// on two threads: from 4 per thread up, YCSB at θ = 0.99 (10M records) and TPC-C (two
@@ -1437,13 +1438,13 @@ mod tests {
         // Long enough, too few commits: it goes on, looking again a window later.
         assert_eq!(tuner.observe(50_000, totals(1_999, 0)), None);
         assert_eq!(tuner.next_window_us(), 100_000);
-        // Enough: it closes, and the round's next window measures the down side (8 / 1.5).
-        assert_eq!(tuner.observe(100_000, totals(2_000, 7)), Some(5));
+        // Enough: it closes, and the round's next window measures the centre (8).
+        assert_eq!(tuner.observe(100_000, totals(2_000, 7)), Some(8));
         assert_eq!(tuner.last, totals(2_000, 7));
         assert_eq!(tuner.next_window_us(), 150_000);
         // A window that never fills closes at its longest.
         assert_eq!(tuner.observe(1_099_999, totals(2_010, 7)), None);
-        assert_eq!(tuner.observe(1_100_000, totals(2_010, 7)), None, "the round's second window: still down");
+        assert_eq!(tuner.observe(1_100_000, totals(2_010, 7)), Some(5), "the round's third window: down, 8 / 1.5");
         assert_eq!(tuner.last, totals(2_010, 7));
         assert_eq!(tuner.size(), 5);
     }
