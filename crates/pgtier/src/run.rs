@@ -152,7 +152,7 @@ pub struct TierTuning {
 impl Default for TierTuning {
     fn default() -> Self {
         TierTuning {
-            window_us: 250_000,
+            window_us: 150_000,
             window_commits_min: 2_000,
             window_us_max: 2_000_000,
             batch: ControllerConfig::with_bounds(8, BATCH_SIZE_DEFAULT as u32, 2 * BATCH_SIZE_DEFAULT as u32),
