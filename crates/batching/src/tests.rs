@@ -46,6 +46,13 @@ fn round(controller: &mut AdaptiveBatchSize, t_us: &mut u64, up: u64, centre: u6
     decision
 }
 
+/// A fresh controller's first round (`quick_config`): its decision and the centre after it.
+fn first_round(up: u64, centre: u64, down: u64) -> (Decision, u32) {
+    let (mut controller, mut t_us) = opened(quick_config());
+    let decision = round(&mut controller, &mut t_us, up, centre, down);
+    (decision, controller.centre_size())
+}
+
 fn opened(config: ControllerConfig) -> (AdaptiveBatchSize, u64) {
     let mut controller = AdaptiveBatchSize::new(config).expect("valid config");
     assert_eq!(
@@ -207,27 +214,18 @@ fn sides_within_the_tolerance_of_the_centre_keep_it_and_damp_the_step_to_its_flo
 
 #[test]
 fn when_both_sides_beat_the_centre_the_better_one_wins() {
-    let (mut controller, mut t_us) = opened(quick_config());
-    assert_eq!(round(&mut controller, &mut t_us, 1100, 1000, 1200), Decision::Smaller);
-    assert_eq!(controller.centre_size(), 27);
-    let (mut controller, mut t_us) = opened(quick_config());
-    assert_eq!(round(&mut controller, &mut t_us, 1200, 1000, 1100), Decision::Larger);
-    assert_eq!(controller.centre_size(), 60);
+    assert_eq!(first_round(1100, 1000, 1200), (Decision::Smaller, 27));
+    assert_eq!(first_round(1200, 1000, 1100), (Decision::Larger, 60));
 }
 
 #[test]
 fn a_shallow_slope_through_the_centre_moves_toward_the_rising_side() {
     // Each side within the tolerance of the centre, but the two sides, two steps apart, differ
     // by more than it: the goodput rises through the centre.
-    let (mut controller, mut t_us) = opened(quick_config());
-    assert_eq!(round(&mut controller, &mut t_us, 1020, 1000, 980), Decision::Larger);
-    assert_eq!(controller.centre_size(), 60);
-    let (mut controller, mut t_us) = opened(quick_config());
-    assert_eq!(round(&mut controller, &mut t_us, 980, 1000, 1020), Decision::Smaller);
-    assert_eq!(controller.centre_size(), 27);
+    assert_eq!(first_round(1020, 1000, 980), (Decision::Larger, 60));
+    assert_eq!(first_round(980, 1000, 1020), (Decision::Smaller, 27));
     // Without a slope (the sides as close to each other as to the centre) the centre stays.
-    let (mut controller, mut t_us) = opened(quick_config());
-    assert_eq!(round(&mut controller, &mut t_us, 1020, 1000, 1000), Decision::Stay);
+    assert_eq!(first_round(1020, 1000, 1000).0, Decision::Stay);
 }
 
 #[test]
