@@ -139,3 +139,35 @@ fn reorder_batches_are_auto_by_default_and_a_number_fixes_them() {
     assert_eq!(sizes[0], 8, "auto starts at 4 per thread");
     assert!(sizes.iter().all(|size| (2..=64).contains(size)), "within the threads and 32 per thread: {sizes:?}");
 }
+
+#[test]
+fn reorder_assignment_sweeps_and_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    ordo()
+        .args(["bench", "threads", "--protocol", "silo,reorder", "--assignment", "sticky,even"])
+        .args(["--workload", "tpcc", "--warehouses", "1", "--verify"])
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(contains("assignment"))
+        .stderr(contains("verified:"));
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 3, "silo once (nothing to assign), reorder once per assignment");
+    let silo = records.iter().find(|r| r["mode"] == "silo").unwrap();
+    assert!(silo["config"].get("assignment").is_none(), "{silo}");
+    for assignment in ["sticky", "even"] {
+        let run = records.iter().find(|r| r["config"]["assignment"] == assignment).unwrap();
+        assert_eq!(run["mode"], "reorder");
+        assert!(run["commits"].as_f64().unwrap() > 0.0, "{run}");
+    }
+    ordo()
+        .args(["bench", "threads", "--protocol", "reorder", "--assignment", "round-robin"])
+        .args(SMALL_YCSB)
+        .args(SHORT)
+        .assert()
+        .code(2)
+        .stderr(contains("possible values: sticky, even"));
+}

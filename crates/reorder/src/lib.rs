@@ -52,4 +52,4 @@ pub use order::SerialOrder;
 pub use plan::{Plan, Reorderer};
 pub use policy::{Policy, Score, VertexMeta};
 pub use scc::Components;
-pub use thread_assign::ThreadAssigner;
+pub use thread_assign::{OWNERSHIP_RATIO, RecentKey, RecentKeys, ThreadAssigner};

@@ -1,7 +1,7 @@
 //! Property tests for the reorder library on random graphs and random batches.
 
 use ordo_reorder::{
-    Algorithm, DependencyGraph, FvsConfig, FvsOutcome, FvsSolver, Plan, Policy, Reorderer, ThreadAssigner,
+    Algorithm, DependencyGraph, FvsConfig, FvsOutcome, FvsSolver, Plan, Policy, RecentKey, Reorderer, ThreadAssigner,
     TxnFootprint, VertexMeta, is_feedback_vertex_set,
 };
 use proptest::prelude::*;
@@ -198,8 +198,34 @@ proptest! {
         all.sort_unstable();
         prop_assert_eq!(all, (0..batch.len()).collect::<Vec<_>>());
     }
-}
 
+    /// Sticky assignment partitions the batch, every share within the slack's bounds, whatever
+    /// the threads' recent keys; with no recent keys it is the even split.
+    #[test]
+    fn sticky_assignment_is_a_partition_within_the_slack(
+        batch in batch(),
+        recent in prop::collection::vec(prop::collection::vec((0u64..40, any::<bool>(), 1u32..4).prop_map(|(key, wrote, weight)| RecentKey { key, wrote, weight }), 0..8), 1..5),
+        slack in 0.0f64..=1.0,
+    ) {
+        let mut assigner = ThreadAssigner::new();
+        let mut out = Vec::new();
+        assigner.assign_sticky(&batch, &recent, slack, &mut out).unwrap();
+        prop_assert_eq!(out.len(), recent.len());
+        let even = batch.len() as f64 / recent.len() as f64;
+        let (least, most) = ((even * (1.0 - slack)).floor() as usize, (even * (1.0 + slack)).ceil() as usize);
+        for share in &out {
+            prop_assert!((least..=most).contains(&share.len()), "{} not in {least}..={most}", share.len());
+        }
+        let mut all: Vec<usize> = out.concat();
+        all.sort_unstable();
+        prop_assert_eq!(all, (0..batch.len()).collect::<Vec<_>>());
+        let none = vec![Vec::new(); recent.len()];
+        assigner.assign_sticky(&batch, &none, slack, &mut out).unwrap();
+        let mut even_out = Vec::new();
+        assigner.assign_evenly(&batch, recent.len(), &mut even_out).unwrap();
+        prop_assert_eq!(out, even_out);
+    }
+}
 /// A batch of no transactions (an empty JSON array handed to `ordo fvs`, or a graph of no
 /// vertices) is planned by every algorithm without panicking: nothing to abort, nothing to order.
 #[test]

@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::batch_front::Assignment;
 use crate::mvcc::VERSIONS_DEFAULT;
 use crate::protocol::WORKERS_MAX;
 
@@ -82,6 +83,8 @@ pub struct EngineConfig {
     pub threads: usize,
     /// Transactions per reorder batch; 0 means 4 per thread.
     pub batch: usize,
+    /// How reorder batches are split over the threads.
+    pub assignment: Assignment,
     /// Payload bytes per record, copied on every read and write.
     pub payload_bytes: usize,
     /// Versions kept per record by the MVCC protocols.
@@ -98,6 +101,7 @@ impl Default for EngineConfig {
             reorder: false,
             threads: 2,
             batch: 0,
+            assignment: Assignment::Sticky,
             payload_bytes: 100,
             versions: VERSIONS_DEFAULT,
             prefetch: false,

@@ -5,10 +5,9 @@
 //!  direct :  worker t:  generate ─> run (retry on abort, backoff) ─> record ─> generate ...
 //!
 //!  reorder:  worker t:  pop its queue ─> run (retry on abort) ─> pop ...
-//!                       queue empty: build the next batch (every worker can build):
-//!                       generate 4 x threads txns ─> ThreadAssigner (§4.2: conflicting
-//!                       txns to the same thread) ─> append each share to its thread's queue
-//!                       another queue too long: take over its oldest share instead
+//!                       queue empty: build the next batch of 4 x threads (sticky thread-aware
+//!                       assignment, §4.2), or take over a share of a thread far behind
+//!                       (see [`crate::batch_front`])
 //! ```
 //!
 //! Workers run whole transactions synchronously through the [`Protocol`] interface; an aborted
@@ -24,14 +23,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam::queue::SegQueue;
 use crossbeam::utils::CachePadded;
 use ordo_harness::{Recorder, Window};
 use ordo_history::HistoryEntry;
-use ordo_reorder::{ThreadAssigner, TxnFootprint};
 use ordo_workload::{Key, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
 use rand::Rng;
 
+use crate::batch_front::{BatchFront, ShareWorker};
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
 use crate::mvcc::{Isolation, Mvcc};
 use crate::protocol::{Abort, Protocol};
@@ -171,7 +169,6 @@ struct Shared<'a, P: Protocol> {
     window: Window,
     stop: AtomicBool,
     commits: Vec<CachePadded<AtomicU64>>,
-    threads: usize,
     /// Request each transaction's footprint, and the next one's, when it starts.
     prefetch: bool,
     batch: Option<BatchFront>,
@@ -199,9 +196,8 @@ fn drive<P: Protocol>(
         window,
         stop: AtomicBool::new(false),
         commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
-        threads,
         prefetch: config.prefetch,
-        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch())),
+        batch: config.reorder.then(|| BatchFront::new(threads, config.effective_batch(), config.assignment)),
     };
     let total = spec.warmup + spec.duration + spec.cooldown;
     let results: Vec<(Recorder, Vec<HistoryEntry>)> = std::thread::scope(|scope| {
@@ -389,113 +385,41 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<H
                 state.run_transaction(shared, &txn, Instant::now(), Some(&next));
             }
         }
-        Some(front) => front.work(shared, &mut state),
+        Some(front) => front.work(&mut FlatWorker { shared, state: &mut state }),
     }
     let history = std::mem::take(P::history(&mut state.protocol_state));
     (state.recorder, history)
 }
 
-/// A transaction waiting in a batch, with the time it entered.
-type Queued = (Txn, Instant);
-
-/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch: it
-/// generates `batch_size` transactions, splits them over the threads with the thread-aware
-/// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
-/// that thread's queue. Every worker builds with its own generator and scratch space, so
-/// building runs in parallel like generation does in direct mode. A worker does not build
-/// while another queue holds more than [`QUEUED_SHARES_MAX`] shares: it takes that queue's
-/// oldest share instead, so threads stay within a batch of each other (a batch's shares run
-/// side by side, as the assignment assumes), a transaction waits behind at most one share,
-/// and a descheduled thread stalls nobody.
-struct BatchFront {
-    batch_size: usize,
-    /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
-    queues: Vec<CachePadded<SegQueue<Vec<Queued>>>>,
+/// A flat-store worker as the batching front sees it.
+struct FlatWorker<'s, 'a, P: Protocol> {
+    shared: &'s Shared<'a, P>,
+    state: &'s mut WorkerState<P>,
 }
 
-/// One worker's batch-building state.
-#[derive(Default)]
-struct Builder {
-    batch: Vec<Queued>,
-    footprints: Vec<TxnFootprint>,
-    assigner: ThreadAssigner,
-    assignment: Vec<Vec<usize>>,
-    slots: Vec<Option<Queued>>,
-    /// Spent transactions and share buffers, reused.
-    spare_txns: Vec<Txn>,
-    spare_shares: Vec<Vec<Queued>>,
-}
-
-/// A worker takes over another thread's oldest share instead of building while that thread
-/// has more than this many shares queued. 0 (take any waiting share) measured best: at ycsb
-/// θ = 0.99 on 2 threads, 2 tripled p99 latency (75 µs against 26 µs) for no throughput.
-const QUEUED_SHARES_MAX: usize = 0;
-/// Spent transactions a worker keeps for reuse (their key buffers).
-const SPARE_TXNS_MAX: usize = 256;
-
-impl BatchFront {
-    fn new(threads: usize, batch_size: usize) -> Self {
-        BatchFront { batch_size, queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect() }
+impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
+    fn index(&self) -> usize {
+        self.state.index
     }
 
-    fn work<P: Protocol>(&self, shared: &Shared<'_, P>, state: &mut WorkerState<P>) {
-        let mut builder = Builder::default();
-        let mut spin = crate::protocol::Spin::default();
-        while !shared.stop.load(Ordering::Relaxed) {
-            if let Some(mut share) = self.queues[state.index].pop() {
-                let mut txns = share.drain(..).peekable();
-                while let Some((txn, entered)) = txns.next() {
-                    state.run_transaction(shared, &txn, entered, txns.peek().map(|(next, _)| next));
-                    if builder.spare_txns.len() < SPARE_TXNS_MAX {
-                        builder.spare_txns.push(txn);
-                    }
-                }
-                drop(txns);
-                builder.spare_shares.push(share);
-                continue;
-            }
-            // Another thread is behind (descheduled, or its share was slow): rather than wait
-            // for it, run its oldest queued share here. A share moves whole, so the
-            // transactions the assignment grouped still run together, one after another.
-            if let Some(behind) = self.queues.iter().filter(|q| q.len() > QUEUED_SHARES_MAX).max_by_key(|q| q.len()) {
-                match behind.pop() {
-                    Some(share) => self.queues[state.index].push(share),
-                    None => spin.wait(),
-                }
-                continue;
-            }
-            self.build(shared, &mut builder, state);
-            spin = crate::protocol::Spin::default();
-        }
+    fn stopping(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
     }
 
-    /// Generates a batch, assigns it to threads and queues the shares.
-    fn build<P: Protocol>(&self, shared: &Shared<'_, P>, builder: &mut Builder, state: &mut WorkerState<P>) {
-        let entered = Instant::now();
-        builder.batch.clear();
-        for _ in 0..self.batch_size {
-            let mut txn = builder.spare_txns.pop().unwrap_or_default();
-            shared.workload.generate(&mut state.rng, &mut txn);
-            builder.batch.push((txn, entered));
-        }
-        builder.footprints.resize_with(self.batch_size, TxnFootprint::default);
-        for ((txn, _), footprint) in builder.batch.iter().zip(&mut builder.footprints) {
-            footprint.reads.clear();
-            footprint.writes.clear();
-            shared.workload.footprint(txn, &mut footprint.reads, &mut footprint.writes);
-        }
-        builder
-            .assigner
-            .assign_evenly(&builder.footprints, shared.threads, &mut builder.assignment)
-            .expect("a batch of at least one transaction per thread");
-        builder.slots.clear();
-        builder.slots.extend(builder.batch.drain(..).map(Some));
-        for (queue, assigned) in self.queues.iter().zip(&builder.assignment) {
-            let mut share = builder.spare_shares.pop().unwrap_or_default();
-            share.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
-            queue.push(share);
-        }
-        let now = shared.start.elapsed().as_micros() as u64;
-        state.recorder.batch(now, self.batch_size, 0, entered.elapsed().as_nanos() as u64);
+    fn generate(&mut self, _slot: usize, txn: &mut Txn) {
+        self.shared.workload.generate(&mut self.state.rng, txn);
+    }
+
+    fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>) {
+        self.shared.workload.footprint(txn, reads, writes);
+    }
+
+    fn run(&mut self, txn: &Txn, entered: Instant, next: Option<&Txn>) {
+        self.state.run_transaction(self.shared, txn, entered, next);
+    }
+
+    fn built(&mut self, size: usize, took: Duration) {
+        let now = now_us(self.shared.start);
+        self.state.recorder.batch(now, size, 0, took.as_nanos() as u64);
     }
 }

@@ -10,7 +10,7 @@
 //!          workload (micro, smallbank, ycsb) ── generate / step / footprint
 //!                 │
 //!   ┌─────────────┴──────────────┐      reorder mode only: BatchFront
-//!   │ worker 0 ... worker t-1    │<──── batch of 4 x threads, ThreadAssigner (§4.2)
+//!   │ worker 0 ... worker t-1    │<──── batches, sticky ThreadAssigner (§4.2)
 //!   │ begin/read/write/commit    │
 //!   └─────────────┬──────────────┘
 //!                 │ Protocol (one interface, monomorphized per protocol)
@@ -32,7 +32,9 @@
 //! * [`mvcc`]: multi-version SI (first committer wins) and SSI by ERMIA's Serial Safety Net,
 //!   over bounded version rings (the garbage collector is the ring).
 //! * [`serial`]: no concurrency control, one thread: the per-core bound.
-//! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down, reorder batching).
+//! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down).
+//! * [`batch_front`]: reorder mode's batches, shared by both drivers: sticky thread-aware
+//!   assignment and the queues the threads take their shares from.
 //! * [`config`]: protocol names and the engine's knobs, validated.
 //! * [`tables`]: the engine over `ordo-storage` for table workloads (TPC-C, the hybrid
 //!   workload, key-value workloads through `KvTables`): Silo, TicToc, 2PL and serial, each
@@ -46,6 +48,7 @@
 //! the protocol word, as Silo does). The crate's one `unsafe` block is the prefetch hint in
 //! [`store`] (`_mm_prefetch`, which reads and writes no memory), allowed there alone.
 
+pub mod batch_front;
 pub mod config;
 pub mod engine;
 pub mod interleave;
@@ -59,6 +62,7 @@ pub mod tables;
 pub mod tictoc;
 pub mod two_phase;
 
+pub use batch_front::Assignment;
 pub use config::{ConfigError, EngineConfig, ProtocolKind};
 pub use engine::{RunReport, RunSpec, run};
 pub use mvcc::{Isolation, Mvcc, VERSIONS_DEFAULT};

@@ -7,9 +7,10 @@
 //!
 //!  reorder:  worker t:  pop its queue ─> run (retry on abort) ─> pop ...
 //!                       queue empty: build the next batch (every worker can build):
-//!                       generate `batch` txns ─> footprints ─> ThreadAssigner (§4.2:
-//!                       conflicting txns to the same thread) ─> each share to its queue;
-//!                       another queue waiting: take over its oldest share instead
+//!                       generate `batch` txns ─> footprints ─> sticky ThreadAssigner (§4.2:
+//!                       conflicting txns to the same thread, batch after batch) ─> each
+//!                       share to its queue; a thread far behind: take over its oldest share
+//!                       (see [`crate::batch_front`])
 //!  main:     sleep, report progress every PROGRESS_MS; with `--batch auto`, close a
 //!            measurement window and set the next batch size (see below); then stop, join, merge
 //!  after:    quiesce every worker; workload.check through one read-only attempt
@@ -61,7 +62,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
@@ -70,7 +71,6 @@ use ordo_batching::{BatchSize, ControllerConfig, Knob, Tuner, WindowObservation}
 use ordo_harness::{AbortCause, BatchSizeSample, Recorder, Window};
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FileDir, Logger, WorkerLog};
-use ordo_reorder::{ThreadAssigner, TxnFootprint};
 use ordo_storage::{Direction, TableId};
 use ordo_workload::{
     Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
@@ -91,8 +91,8 @@ use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
 use super::tictoc::TicTocTables;
 use super::two_phase::TwoPhaseTables;
+use crate::batch_front::{Assignment, BatchFront, ShareWorker};
 use crate::config::ProtocolKind;
-use crate::protocol::Spin;
 
 /// Progress between two reports.
 const PROGRESS_MS: u64 = 100;
@@ -132,6 +132,8 @@ pub struct TablesConfig {
     pub batch: BatchSize,
     /// How `auto` reorder batches are tuned.
     pub tuning: ReorderTuning,
+    /// How reorder batches are split over the threads.
+    pub assignment: Assignment,
     /// Worker threads.
     pub threads: usize,
     pub index: Index,
@@ -159,6 +161,7 @@ impl Default for TablesConfig {
             reorder: false,
             batch: BatchSize::Auto,
             tuning: ReorderTuning::default(),
+            assignment: Assignment::Sticky,
             threads: 2,
             index: Index::Tree,
             epoch_ms: EPOCH_MS_DEFAULT,
@@ -558,7 +561,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             stop: AtomicBool::new(false),
             counts: (0..threads).map(|_| CachePadded::new(WorkerCounts::default())).collect(),
             threads,
-            batch: self.config.reorder.then(|| BatchFront::new(threads, batch_size)),
+            batch: self.config.reorder.then(|| BatchFront::new(threads, batch_size, self.config.assignment)),
             logged: wal.is_some(),
             acknowledged: if streaming {
                 (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect()
@@ -1196,118 +1199,32 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
     WorkerResult { recorder: state.recorder, aborts_by_procedure: state.aborts_by_procedure, history }
 }
 
-/// A transaction waiting in a batch, with the time it entered.
-type Queued = (Txn, Instant);
-
-/// Reorder mode's batching front. A worker whose queue runs dry builds the next batch: it
-/// generates `batch_size` transactions (read at every build: the main thread sets it under
-/// `auto`), splits them over the threads with the thread-aware
-/// policy (§4.2) and appends each thread's share, in the assigned order and as one unit, to
-/// that thread's queue. Every worker builds with its own generator and scratch space, so
-/// building runs in parallel like generation does in direct mode. A worker whose queue is
-/// empty while another's holds a share takes that share instead of building, so threads stay
-/// within a batch of each other, a transaction waits behind at most one share, and a
-/// descheduled thread stalls nobody.
-struct BatchFront {
-    /// Transactions per batch, at least the threads.
-    batch_size: AtomicUsize,
-    /// Shares per thread; lock-free, so a polling worker never blocks the queue's owner.
-    queues: Vec<CachePadded<SegQueue<Vec<Queued>>>>,
-}
-
-/// One worker's batch-building state.
-#[derive(Default)]
-struct Builder {
-    batch: Vec<Queued>,
-    footprints: Vec<TxnFootprint>,
-    assigner: ThreadAssigner,
-    assignment: Vec<Vec<usize>>,
-    slots: Vec<Option<Queued>>,
-    /// Spent transactions and share buffers, reused.
-    spare_txns: Vec<Txn>,
-    spare_shares: Vec<Vec<Queued>>,
-}
-
-/// Spent transactions a worker keeps for reuse (their key buffers).
-const SPARE_TXNS_MAX: usize = 256;
-
-impl BatchFront {
-    fn new(threads: usize, batch_size: usize) -> Self {
-        assert!(batch_size >= threads, "a batch of {batch_size} cannot feed {threads} threads");
-        BatchFront {
-            batch_size: AtomicUsize::new(batch_size),
-            queues: (0..threads).map(|_| CachePadded::new(SegQueue::new())).collect(),
-        }
+impl<P: TableProtocol> ShareWorker for WorkerState<'_, P> {
+    fn index(&self) -> usize {
+        self.index
     }
 
-    /// The size of the batches built from now on.
-    fn set_batch_size(&self, batch_size: usize) {
-        assert!(batch_size >= self.queues.len(), "a batch of {batch_size} cannot feed {} threads", self.queues.len());
-        self.batch_size.store(batch_size, Ordering::Relaxed);
+    fn stopping(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
     }
 
-    fn work<P: TableProtocol>(&self, state: &mut WorkerState<'_, P>) {
-        let shared = state.shared;
-        let mut builder = Builder::default();
-        let mut spin = Spin::default();
-        while !shared.stop.load(Ordering::Relaxed) {
-            if let Some(mut share) = self.queues[state.index].pop() {
-                for (txn, entered) in share.drain(..) {
-                    state.run_transaction(&txn, entered);
-                    if builder.spare_txns.len() < SPARE_TXNS_MAX {
-                        builder.spare_txns.push(txn);
-                    }
-                }
-                builder.spare_shares.push(share);
-                continue;
-            }
-            // Another thread is behind (descheduled, or its share was slow): rather than wait
-            // for it, run its oldest queued share here. A share moves whole, so the
-            // transactions the assignment grouped still run together, one after another.
-            if let Some(behind) = self.queues.iter().filter(|q| !q.is_empty()).max_by_key(|q| q.len()) {
-                match behind.pop() {
-                    Some(share) => self.queues[state.index].push(share),
-                    None => spin.wait(),
-                }
-                continue;
-            }
-            self.build(&mut builder, state);
-            spin = Spin::default();
-        }
+    fn generate(&mut self, slot: usize, txn: &mut Txn) {
+        // Workloads that bind transactions to workers (TPC-C's home warehouses) draw a batch
+        // as the threads together would.
+        self.shared.workload.generate(&mut self.rng, slot % self.shared.threads, txn);
     }
 
-    /// Generates a batch, assigns it to threads and queues the shares.
-    fn build<P: TableProtocol>(&self, builder: &mut Builder, state: &mut WorkerState<'_, P>) {
-        let shared = state.shared;
-        let entered = Instant::now();
-        let batch_size = self.batch_size.load(Ordering::Relaxed);
-        builder.batch.clear();
-        for i in 0..batch_size {
-            let mut txn = builder.spare_txns.pop().unwrap_or_default();
-            // Workloads that bind transactions to workers (TPC-C's home warehouses) draw a
-            // batch as the threads together would.
-            shared.workload.generate(&mut state.rng, i % shared.threads, &mut txn);
-            builder.batch.push((txn, entered));
-        }
-        builder.footprints.resize_with(batch_size, TxnFootprint::default);
-        for ((txn, _), footprint) in builder.batch.iter().zip(&mut builder.footprints) {
-            footprint.reads.clear();
-            footprint.writes.clear();
-            shared.workload.footprint(txn, &mut footprint.reads, &mut footprint.writes);
-        }
-        builder
-            .assigner
-            .assign_evenly(&builder.footprints, shared.threads, &mut builder.assignment)
-            .expect("a batch of at least one transaction per thread");
-        builder.slots.clear();
-        builder.slots.extend(builder.batch.drain(..).map(Some));
-        for (queue, assigned) in self.queues.iter().zip(&builder.assignment) {
-            let mut share = builder.spare_shares.pop().unwrap_or_default();
-            share.extend(assigned.iter().map(|&i| builder.slots[i].take().expect("assigned once")));
-            queue.push(share);
-        }
-        let now = now_us(shared.start);
-        state.recorder.batch(now, batch_size, 0, entered.elapsed().as_nanos() as u64);
+    fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>) {
+        self.shared.workload.footprint(txn, reads, writes);
+    }
+
+    fn run(&mut self, txn: &Txn, entered: Instant, _next: Option<&Txn>) {
+        self.run_transaction(txn, entered);
+    }
+
+    fn built(&mut self, size: usize, took: Duration) {
+        let now = now_us(self.shared.start);
+        self.recorder.batch(now, size, 0, took.as_nanos() as u64);
     }
 }
 

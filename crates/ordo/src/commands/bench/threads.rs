@@ -31,7 +31,7 @@ use ordo_harness::{Description, RunResult};
 use ordo_threads::config::{BATCH_MAX, VERSIONS_MAX};
 use ordo_threads::protocol::WORKERS_MAX;
 use ordo_threads::tables::{Index, TableRunSpec, TablesConfig};
-use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
+use ordo_threads::{Assignment, EngineConfig, ProtocolKind, RunSpec, VERSIONS_DEFAULT};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -66,6 +66,12 @@ pub struct ThreadsArgs {
     /// (default 4 per thread).
     #[arg(long, value_delimiter = ',')]
     pub batch: Vec<BatchSize>,
+    /// reorder: how each batch is split over the threads: sticky (the default: what conflicts
+    /// with a thread's last share stays on that thread, and shares may be up to half again or
+    /// half of even) or even (the paper's: each batch on its own, in equal shares); a list
+    /// sweeps.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "sticky")]
+    pub assignment: Vec<AssignmentArg>,
     /// mvcc_si, ssi: versions kept per record, 2..=64.
     #[arg(long, default_value_t = VERSIONS_DEFAULT)]
     pub versions: usize,
@@ -168,6 +174,25 @@ pub enum IndexArg {
     Array,
 }
 
+/// `--assignment`: how reorder splits a batch over the threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AssignmentArg {
+    /// Conflict clusters stay on their thread from batch to batch.
+    Sticky,
+    /// Each batch on its own, in equal shares (the paper's).
+    Even,
+}
+
+impl From<AssignmentArg> for Assignment {
+    fn from(assignment: AssignmentArg) -> Assignment {
+        match assignment {
+            AssignmentArg::Sticky => Assignment::Sticky,
+            AssignmentArg::Even => Assignment::Even,
+        }
+    }
+}
+
 impl From<IndexArg> for Index {
     fn from(index: IndexArg) -> Index {
         match index {
@@ -180,7 +205,7 @@ impl From<IndexArg> for Index {
 /// What a threads-engine run was: the workload and the engine's knobs. In results:
 /// `engine: "threads"`, `mode` (the protocol's name), and under `config` the workload's knobs
 /// and `protocol`, `reorder`, `threads`, `index`, and where they apply `payload_bytes`,
-/// `prefetch`, `batch`, `versions`, `epoch_ms`, `analytic_range`, `durability` (on tables),
+/// `prefetch`, `batch`, `assignment`, `versions`, `epoch_ms`, `analytic_range`, `durability` (on tables),
 /// `wal`, `checkpoint_ms` and `checkpoint_log_mib` (with a write-ahead log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Description", try_from = "Description")]
@@ -205,6 +230,9 @@ pub struct ThreadsKnobs {
     pub prefetch: Option<bool>,
     /// Reorder batch, `auto` or a number (reordering only).
     pub batch: Option<BatchSize>,
+    /// How reorder batches are split (reordering only; `None` in results older than the
+    /// choice, which split evenly).
+    pub assignment: Option<AssignmentArg>,
     /// Versions per record (`mvcc_si` and `ssi` only).
     pub versions: Option<usize>,
     /// Epoch period (tables only).
@@ -230,6 +258,8 @@ struct ThreadsWire {
     /// `"auto"` or a number.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     batch: Option<BatchSize>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    assignment: Option<AssignmentArg>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     versions: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -262,6 +292,7 @@ impl From<ThreadsRun> for Description {
             payload_bytes: k.payload_bytes,
             prefetch: k.prefetch,
             batch: k.batch,
+            assignment: k.assignment,
             versions: k.versions,
             epoch_ms: k.epoch_ms,
             analytic_range: k.analytic_range,
@@ -289,6 +320,7 @@ impl TryFrom<Description> for ThreadsRun {
             payload_bytes: wire.payload_bytes,
             prefetch: wire.prefetch,
             batch: wire.batch,
+            assignment: wire.assignment,
             versions: wire.versions,
             epoch_ms: wire.epoch_ms,
             analytic_range: wire.analytic_range,
@@ -322,6 +354,8 @@ pub struct Point {
     /// The reorder batch (`None`: the engine's default, `auto` on tables, 4 per thread on the
     /// flat store).
     pub batch: Option<BatchSize>,
+    /// How reorder batches are split (`None`: the default, sticky).
+    pub assignment: Option<AssignmentArg>,
 }
 
 /// The one place the command line's flags become the thread engine's configuration.
@@ -339,6 +373,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
                 threads: point.threads,
                 // The engine's own default (4 per thread) when not given.
                 batch: batch.unwrap_or(0),
+                assignment: point.assignment.map_or_else(Assignment::default, Into::into),
                 payload_bytes: workload.payload_bytes,
                 versions: args.versions,
                 prefetch: point.prefetch,
@@ -351,6 +386,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
                 protocol: point.protocol.protocol,
                 reorder: point.protocol.reorder,
                 batch: point.batch.unwrap_or_default(),
+                assignment: point.assignment.map_or_else(Assignment::default, Into::into),
                 threads: point.threads,
                 index,
                 versions: args.versions,
@@ -360,6 +396,14 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
             config.validate().map_err(|e| anyhow!("{e}"))?;
             Ok(EngineChoice::Tables(config))
         }
+    }
+}
+
+/// The flag's value for the engine's assignment.
+fn assignment_arg(assignment: Assignment) -> AssignmentArg {
+    match assignment {
+        Assignment::Sticky => AssignmentArg::Sticky,
+        Assignment::Even => AssignmentArg::Even,
     }
 }
 
@@ -443,6 +487,7 @@ impl ThreadsBench {
         not_empty("--protocol", &t.protocol)?;
         not_empty("--threads", &t.threads)?;
         not_empty("--prefetch", &t.prefetch)?;
+        not_empty("--assignment", &t.assignment)?;
         within("--threads", t.threads.iter().copied(), 1, WORKERS_MAX)?;
         within("--versions", [t.versions], 2, VERSIONS_MAX)?;
         for &batch in &t.batch {
@@ -468,6 +513,7 @@ impl ThreadsBench {
             ("--protocol", t.protocol.len()),
             ("--threads", t.threads.len()),
             ("--batch", t.batch.len()),
+            ("--assignment", t.assignment.len()),
             ("--prefetch", t.prefetch.len()),
             ("--binding", if w.is_tpcc() { w.binding.len() } else { 1 }),
             ("--analytic-range", w.analytic_ranges().len()),
@@ -489,6 +535,7 @@ impl ThreadsBench {
         flags.named("--protocol", &t.protocol, &d.protocol);
         flags.list("--threads", &t.threads, &d.threads);
         flags.list("--batch", &t.batch, &d.batch);
+        flags.named("--assignment", &t.assignment, &d.assignment);
         flags.one("--versions", &t.versions, &d.versions);
         if t.prefetch != d.prefetch {
             let shown: Vec<&str> = t.prefetch.iter().map(|&on| on_off(on)).collect();
@@ -524,15 +571,16 @@ impl ThreadsBench {
             let workload = common.workload.build(theta, common.seed)?;
             for &protocol in &t.protocol {
                 for &threads in &t.threads {
-                    for (&prefetch, batch) in
+                    for (&prefetch, (batch, assignment)) in
                         t.prefetch.iter().flat_map(|p| self.batches(protocol).into_iter().map(move |b| (p, b)))
                     {
-                        let point = Point { protocol, threads, prefetch, index: None, batch };
+                        let point = Point { protocol, threads, prefetch, index: None, batch, assignment };
                         let EngineChoice::Flat(config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point without an index runs on the flat store");
                         };
                         check_store_fits(&config, workload.key_count())?;
-                        let key = (theta.to_bits(), config.label(), config.effective_threads(), prefetch, batch);
+                        let key =
+                            (theta.to_bits(), config.label(), config.effective_threads(), prefetch, batch, assignment);
                         if !seen.insert(key) {
                             continue;
                         }
@@ -544,9 +592,7 @@ impl ThreadsBench {
                         if t.prefetch.len() > 1 {
                             label.push(("prefetch".into(), on_off(prefetch).into()));
                         }
-                        if t.batch.len() > 1 {
-                            label.push(("batch".into(), batch.map_or_else(|| "-".to_owned(), |b| b.to_string())));
-                        }
+                        label.extend(self.batch_labels(batch, assignment));
                         planned.push(self.planned_run(theta, protocol, config, label));
                     }
                 }
@@ -555,14 +601,34 @@ impl ThreadsBench {
         Ok(planned)
     }
 
-    /// The `--batch` values a protocol runs with: each of the list for reordering, once with
-    /// none (nothing to batch) otherwise.
-    fn batches(&self, protocol: ThreadsProtocol) -> Vec<Option<BatchSize>> {
-        if protocol.reorder && !self.engine.batch.is_empty() {
-            self.engine.batch.iter().copied().map(Some).collect()
-        } else {
-            vec![None]
+    /// The `--batch` and `--assignment` values a protocol runs with: each pair of the lists for
+    /// reordering (no `--batch`: the engine's default), once with neither (nothing to batch)
+    /// otherwise.
+    fn batches(&self, protocol: ThreadsProtocol) -> Vec<(Option<BatchSize>, Option<AssignmentArg>)> {
+        if !protocol.reorder {
+            return vec![(None, None)];
         }
+        let batches: Vec<Option<BatchSize>> = if self.engine.batch.is_empty() {
+            vec![None]
+        } else {
+            self.engine.batch.iter().copied().map(Some).collect()
+        };
+        batches
+            .into_iter()
+            .flat_map(|batch| self.engine.assignment.iter().map(move |&assignment| (batch, Some(assignment))))
+            .collect()
+    }
+
+    /// Labels for the reorder knobs a sweep varies.
+    fn batch_labels(&self, batch: Option<BatchSize>, assignment: Option<AssignmentArg>) -> Vec<(String, String)> {
+        let mut label = Vec::new();
+        if self.engine.batch.len() > 1 {
+            label.push(("batch".into(), batch.map_or_else(|| "-".to_owned(), |b| b.to_string())));
+        }
+        if self.engine.assignment.len() > 1 {
+            label.push(("assignment".into(), assignment.map_or_else(|| "-".to_owned(), |a| super::value_name(&a))));
+        }
+        label
     }
 
     fn planned_run(
@@ -580,6 +646,7 @@ impl ThreadsBench {
             payload_bytes: Some(config.payload_bytes),
             prefetch: Some(config.prefetch),
             batch: config.reorder.then(|| BatchSize::of(config.effective_batch() as u32)),
+            assignment: config.reorder.then(|| assignment_arg(config.assignment)),
             versions: mvcc.then_some(config.versions),
             epoch_ms: None,
             analytic_range: None,
@@ -688,11 +755,11 @@ impl ThreadsBench {
                             self.batches(protocol).into_iter().map(move |batch| (threads, protocol, batch))
                         })
                     });
-                    for (threads, protocol, batch) in points {
+                    for (threads, protocol, (batch, assignment)) in points {
                         if protocol.protocol == ProtocolKind::Serial && threads != t.threads[0] {
                             continue; // serial runs one thread whatever the sweep says
                         }
-                        let point = Point { protocol, threads, prefetch: false, index: Some(index), batch };
+                        let point = Point { protocol, threads, prefetch: false, index: Some(index), batch, assignment };
                         let EngineChoice::Tables(config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point with an index runs on tables");
                         };
@@ -709,9 +776,7 @@ impl ThreadsBench {
                         if t.threads.len() > 1 {
                             label.push(("threads".into(), threads.to_string()));
                         }
-                        if t.batch.len() > 1 {
-                            label.push(("batch".into(), batch.map_or_else(|| "-".to_owned(), |b| b.to_string())));
-                        }
+                        label.extend(self.batch_labels(batch, assignment));
                         planned.push(self.planned_table_run(theta, binding, range, config, label));
                     }
                 }
@@ -738,6 +803,7 @@ impl ThreadsBench {
             payload_bytes: (!workload_args.is_tpcc()).then_some(workload_args.payload_bytes),
             prefetch: None,
             batch: config.reorder.then_some(config.batch),
+            assignment: config.reorder.then(|| assignment_arg(config.assignment)),
             versions: matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi).then_some(config.versions),
             epoch_ms: Some(config.epoch_ms),
             analytic_range,

@@ -14,7 +14,7 @@ use super::tpcc::{self, Configuration, TpccPoint, points};
 use super::{Context, Source, Timing, clear_runs, relative};
 use crate::commands::bench::pg::{PgBench, PgRun};
 use crate::commands::bench::pipeline::{PipelineBench, PipelineRun};
-use crate::commands::bench::threads::{ThreadsBench, ThreadsProtocol, ThreadsRun};
+use crate::commands::bench::threads::{AssignmentArg, ThreadsBench, ThreadsProtocol, ThreadsRun};
 use crate::commands::bench::workloads::WorkloadName;
 use crate::commands::bench::workloads::{BindingArg, WorkloadKnobs};
 use crate::commands::bench::{Bench, read_runs_log, value_name};
@@ -651,6 +651,8 @@ fn threads(ctx: &Context) -> Result<ExperimentReport> {
         // --quick loads a tenth of the paper's 10M records, so each point's load stays short.
         bench.common.workload.records = if ctx.quick { 1_000_000 } else { 10_000_000 };
         bench.engine.protocol = PROTOCOLS.iter().map(|(p, _)| *p).collect();
+        // The paper's thread-aware assignment: each batch on its own, in equal shares.
+        bench.engine.assignment = vec![AssignmentArg::Even];
     };
     let mut by_threads_bench = ThreadsBench::default();
     configure(&mut by_threads_bench);

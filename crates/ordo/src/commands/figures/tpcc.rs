@@ -294,6 +294,7 @@ mod tests {
                 payload_bytes: None,
                 prefetch: None,
                 batch: None,
+                assignment: None,
                 versions: None,
                 epoch_ms: Some(40),
                 analytic_range: Some(0.2),
