@@ -136,7 +136,7 @@ fn reorder_batches_are_auto_by_default_and_a_number_fixes_them() {
     let sizes: Vec<u64> =
         auto["batch_sizes"].as_array().unwrap().iter().map(|s| s["batch"].as_u64().unwrap()).collect();
     assert!(sizes.len() > 1, "at least one round of the controller: {auto}");
-    assert_eq!(sizes[0], 8, "auto starts at 4 per thread");
+    assert_eq!(sizes[0], 16, "auto starts at 8 per thread");
     assert!(sizes.iter().all(|size| (2..=64).contains(size)), "within the threads and 32 per thread: {sizes:?}");
 }
 

@@ -61,7 +61,7 @@ pub struct ThreadsArgs {
     #[arg(long, value_delimiter = ',', default_value = "2")]
     pub threads: Vec<usize>,
     /// reorder: transactions per batch: auto (the default on tables: tuned while the engine
-    /// runs, from 4 per thread, between the threads and 32 per thread) or a number 1..=10000,
+    /// runs, from 8 per thread, between the threads and 32 per thread) or a number 1..=10000,
     /// at least the threads; a list sweeps. The flat store (--index array) takes numbers only
     /// (default 4 per thread).
     #[arg(long, value_delimiter = ',')]
