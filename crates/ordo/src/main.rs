@@ -6,6 +6,10 @@
 //! own status such as `ordo check`'s 2 for unreadable input; clap's own usage errors exit
 //! with 2).
 
+// The `///` comments on the command line's arguments are clap's `--help` text, read in a
+// terminal: placeholders such as `hybrid_<m>` are meant literally there, not as HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod commands;
 #[cfg(test)]
 mod tests;

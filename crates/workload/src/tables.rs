@@ -20,7 +20,7 @@
 //! Writes are buffered by the engine and installed only at commit, so a procedure that returns
 //! [`Outcome::UserAbort`] (TPC-C's rolled-back NewOrder) leaves no trace. A read sees the
 //! attempt's own earlier writes. Rows are slices of 64-bit words laid out by the table's
-//! [`TableSchema`](ordo_storage::TableSchema); every read and write copies the whole row, as
+//! [`ordo_storage::TableSchema`]; every read and write copies the whole row, as
 //! the engines ordo is compared with do.
 //!
 //! Engines keep secondary-index tables in step: [`Maintained`] wraps an engine's raw [`Tx`]

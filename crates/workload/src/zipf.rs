@@ -81,7 +81,7 @@ impl Zipf {
     }
 
     /// Always block rejection (an alias table over blocks of ranks, uniform within a block,
-    /// then an acceptance test; see [`BlockRejection`]): what [`Zipf::new`] uses above
+    /// then an acceptance test; see the module's essay): what [`Zipf::new`] uses above
     /// [`ALIAS_KEYS_MAX`] keys; for tests and comparisons at any size.
     pub fn with_blocks(n: u64, theta: f64) -> Result<Self, WorkloadError> {
         Self::build(n, theta, Kind::BlockRejection)
