@@ -8,7 +8,8 @@
 //! This crate turns a batch of footprints into a [`Plan`]: the transactions to abort (a
 //! feedback vertex set of the batch's [`DependencyGraph`]) and an order for the rest in which
 //! all of them commit. It also splits batches over worker threads so that conflicting
-//! transactions share a thread ([`ThreadAssigner`], for engines without a central validator).
+//! transactions share a thread ([`ThreadAssigner`], for engines without a central validator),
+//! batch by batch as the paper does or keeping conflicts that span batches on one thread.
 //!
 //! ```text
 //!  batch of footprints
