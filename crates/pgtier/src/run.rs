@@ -61,9 +61,12 @@ pub const GROUP_MAX_DEFAULT: usize = 64;
 pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 /// The largest group accepted.
 pub const GROUP_MAX_LIMIT: usize = 1000;
-/// Transactions per batch, where an `auto` batch size starts (and the closed-loop clients of an
-/// `auto` batch are twice this).
-pub const BATCH_SIZE_DEFAULT: usize = 50;
+/// Transactions per batch, where an `auto` batch size starts and the top of its search (the
+/// closed-loop clients of an `auto` batch are twice this). In the grid of fixed batch and
+/// group sizes, batches of 100 (groups of 64) ran within 3% of the best fixed cell at 4, 16
+/// and 32 connections, where batches of 50 fell 21% behind at 32 (BENCHMARKS.md, "`auto`
+/// batch and group sizes against fixed ones").
+pub const BATCH_SIZE_DEFAULT: usize = 100;
 /// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
 pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
 /// Connections.
@@ -155,7 +158,7 @@ impl Default for TierTuning {
             window_us: 150_000,
             window_commits_min: 2_000,
             window_us_max: 2_000_000,
-            batch: ControllerConfig::with_bounds(8, BATCH_SIZE_DEFAULT as u32, 2 * BATCH_SIZE_DEFAULT as u32),
+            batch: ControllerConfig::with_bounds(8, BATCH_SIZE_DEFAULT as u32, BATCH_SIZE_DEFAULT as u32),
             group: ControllerConfig::with_bounds(1, GROUP_MAX_DEFAULT as u32, 128),
             history_len_max: 256,
         }
@@ -181,7 +184,7 @@ named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 impl TierConfig {
     /// The tier's defaults on `session`: reorder over 16 connections, rolling dispatch with
     /// affinity, placement by conflict components, `auto` batch and group sizes (starting at
-    /// batches of 50 and groups of 64).
+    /// batches of 100 and groups of 64).
     pub fn new(session: SessionConfig) -> Self {
         TierConfig {
             session,

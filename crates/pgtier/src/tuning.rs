@@ -177,9 +177,9 @@ mod tests {
         let mut tuner = TierTuner::new(&config).unwrap().expect("auto by default");
         let counts = WindowCounts::default();
         let sizes = LiveSizes::initial(&config);
-        assert_eq!((sizes.batch(), sizes.group()), (50, 64));
+        assert_eq!((sizes.batch(), sizes.group()), (100, 64));
         tuner.observe(0, &counts, &sizes);
-        assert_eq!(sizes.batch(), 75, "the batch knob's first round starts on its up side");
+        assert_eq!(sizes.batch(), 100, "the first round starts on its up side, capped at the search's top: 100");
         assert_eq!(sizes.group(), 64, "the group knob holds while the batch knob's round runs");
         // Too few commits: the window goes on.
         counts.commit(1000);
@@ -189,15 +189,15 @@ mod tests {
             counts.commit(1000);
         }
         tuner.observe(500_000, &counts, &sizes);
-        assert_eq!(sizes.batch(), 50, "the first window closed: the round's second measures the centre");
+        assert_eq!(sizes.batch(), 100, "the first window closed: the round's second measures the centre");
         for _ in 0..3000 {
             counts.commit(1000);
         }
         tuner.observe(750_000, &counts, &sizes);
-        assert_eq!(sizes.batch(), 33, "and its third the down side, 50 / 1.5");
+        assert_eq!(sizes.batch(), 67, "and its third the down side, 100 / 1.5");
         assert_eq!(sizes.group(), 64, "the group knob still holds");
         let samples = tuner.samples();
-        assert_eq!((samples[0].batch, samples[0].group), (Some(50), Some(64)));
+        assert_eq!((samples[0].batch, samples[0].group), (Some(100), Some(64)));
         assert!(samples[0].storage.is_none());
     }
 }
