@@ -62,10 +62,10 @@ pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 /// The largest group accepted.
 pub const GROUP_MAX_LIMIT: usize = 1000;
 /// Transactions per batch, where an `auto` batch size starts and the top of its search (the
-/// closed-loop clients of an `auto` batch are twice this). In the grid of fixed batch and
-/// group sizes, batches of 100 (groups of 64) ran within 3% of the best fixed cell at 4, 16
-/// and 32 connections, where batches of 50 fell 21% behind at 32 (BENCHMARKS.md, "`auto`
-/// batch and group sizes against fixed ones").
+/// closed-loop clients of an `auto` batch are twice this). In grids of fixed batch and group
+/// sizes, batches of 100 (groups of 64) were the best fixed cell at 32 connections and 0-11%
+/// below the best at 4 and 16, where batches of 50 fell up to 21% behind at 32 (BENCHMARKS.md,
+/// "`auto` batch and group sizes against fixed ones").
 pub const BATCH_SIZE_DEFAULT: usize = 100;
 /// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
 pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
