@@ -6,7 +6,9 @@
 //!     up   cen  down  down  cen   up    up   cen  down      the next round swaps up and down
 //!  ──┬────┬────┬─────┬─────┬────┬─────┬────┬────┬──> time
 //!    └ median goodput of each arm's windows; a side wins if it measured above the centre and
-//!      by more than the tolerance above the centre or above the other side (a slope):
+//!      by more than the tolerance above the centre or above the other side (a slope); after
+//!      every third window the round ends early if its arms already differ by more than
+//!      early_decision_ratio (both sides that far below the centre, or one that far above both):
 //!        a side wins                            : the centre moves to it (both win: the better)
 //!        no winner at a bound, inward side tied : the centre moves inward
 //!        no winner elsewhere                    : the centre stays (the peak is within a step)
@@ -47,6 +49,9 @@ pub enum ConfigError {
     /// The level-shift ratio is not positive and finite.
     #[error("level_shift_ratio must be positive and finite, got {0}")]
     LevelShift(f64),
+    /// The early-decision ratio is not finite and above the tolerance.
+    #[error("early_decision_ratio must be finite and above tolerance_ratio, got {0}")]
+    EarlyDecision(f64),
     /// The abort-ratio guard is not in `(0, 1]`.
     #[error("abort_ratio_max must be in (0, 1], got {0}")]
     AbortRatio(f64),
@@ -76,8 +81,13 @@ pub struct ControllerConfig {
     /// round (it must measure above the centre in any case); two arms closer than this tie.
     pub tolerance_ratio: f64,
     /// Windows each arm of a round (the centre and each side) spans, scored by their median
-    /// goodput: a round is three times this many windows.
+    /// goodput: a round is three times this many windows, unless it ends early.
     pub windows_per_side: u32,
+    /// A round ends early, at a point where every arm has measured as many windows as the
+    /// others, when its arms already differ by more than this ratio: both sides below the
+    /// centre by more (the centre stays), or a side above the centre and the other side by
+    /// more (it wins). `None` = every round runs all its windows.
+    pub early_decision_ratio: Option<f64>,
     /// Rounds between two re-probes.
     pub reprobe_every_rounds: u32,
     /// A round whose centre's goodput differs from what this knob's previous round measured at
@@ -106,6 +116,7 @@ impl Default for ControllerConfig {
             step_ratio_reprobe: 1.25,
             tolerance_ratio: 0.03,
             windows_per_side: 3,
+            early_decision_ratio: Some(0.15),
             reprobe_every_rounds: 8,
             level_shift_ratio: Some(0.5),
             abort_ratio_max: None,
@@ -157,6 +168,11 @@ impl ControllerConfig {
             && !(ratio > 0.0 && ratio <= 1.0)
         {
             return Err(ConfigError::AbortRatio(ratio));
+        }
+        if let Some(ratio) = self.early_decision_ratio
+            && !(ratio > self.tolerance_ratio && ratio.is_finite())
+        {
+            return Err(ConfigError::EarlyDecision(ratio));
         }
         if self.history_len_max < 2 || self.history_len_max > HISTORY_LEN_MAX {
             return Err(ConfigError::HistoryLen(self.history_len_max));
@@ -375,7 +391,7 @@ impl AdaptiveBatchSize {
             Arm::Side(Side::Down) => self.down_goodputs.push(goodput),
         }
         self.round_windows += 1;
-        if self.round_windows < 3 * self.config.windows_per_side {
+        if self.round_windows < 3 * self.config.windows_per_side && !self.clear_early() {
             return Decision::Measuring;
         }
         let decision = self.decide();
@@ -398,6 +414,30 @@ impl AdaptiveBatchSize {
             Arm::Side(Side::Down) if self.mirrored => Arm::Side(Side::Up),
             arm => arm,
         }
+    }
+
+    /// Whether the round so far already decides itself by more than `early_decision_ratio`
+    /// (see [`ControllerConfig::early_decision_ratio`]): asked where every arm has measured
+    /// the same number of windows (every three windows), so no arm's median rests on fewer.
+    fn clear_early(&self) -> bool {
+        let Some(ratio) = self.config.early_decision_ratio else {
+            return false;
+        };
+        if !self.round_windows.is_multiple_of(3) {
+            return false;
+        }
+        let (up, centre, down) =
+            (median_of(&self.up_goodputs), median_of(&self.centre_goodputs), median_of(&self.down_goodputs));
+        let centre_size = self.centre_size();
+        let up_open = self.side_size(Side::Up) > centre_size;
+        let down_open = self.side_size(Side::Down) < centre_size;
+        let margin = 1.0 + ratio;
+        // A clamped side measured the centre again: it stands for the centre.
+        let (up_other, down_other) = (if down_open { down } else { centre }, if up_open { up } else { centre });
+        let clearly_below = |side: f64, open: bool| !open || side * margin < centre;
+        let clearly_wins = |side: f64, other: f64, open: bool| open && side > centre * margin && side > other * margin;
+        let centre_stays = (up_open || down_open) && clearly_below(up, up_open) && clearly_below(down, down_open);
+        centre_stays || clearly_wins(up, up_other, up_open) || clearly_wins(down, down_other, down_open)
     }
 
     fn clear_round(&mut self) {
@@ -511,6 +551,11 @@ impl AdaptiveBatchSize {
         let size = size.clamp(min, max).round() as u32;
         size
     }
+}
+
+/// Median of a non-empty slice, leaving it as it is.
+fn median_of(values: &[f64]) -> f64 {
+    median(&mut values.to_vec())
 }
 
 /// Median of a non-empty slice (mean of the middle two for even lengths); sorts it in place.

@@ -93,6 +93,10 @@ fn default_config_is_valid_and_bad_fields_are_refused() {
     assert!(matches!(bad.validate(), Err(ConfigError::LevelShift(_))));
     let bad = ControllerConfig { abort_ratio_max: Some(0.0), ..ControllerConfig::default() };
     assert_eq!(bad.validate(), Err(ConfigError::AbortRatio(0.0)));
+    let bad = ControllerConfig { early_decision_ratio: Some(0.03), ..ControllerConfig::default() };
+    assert_eq!(bad.validate(), Err(ConfigError::EarlyDecision(0.03)), "not above the tolerance");
+    let bad = ControllerConfig { early_decision_ratio: Some(f64::INFINITY), ..ControllerConfig::default() };
+    assert_eq!(bad.validate(), Err(ConfigError::EarlyDecision(f64::INFINITY)));
     let bad = ControllerConfig { history_len_max: 1, ..ControllerConfig::default() };
     assert_eq!(bad.validate(), Err(ConfigError::HistoryLen(1)));
     assert!(
@@ -343,6 +347,50 @@ fn the_median_of_an_arm_ignores_one_outlier_window() {
     let decisions: Vec<Decision> = goodputs.iter().map(|&g| feed(&mut controller, &mut t_us, g, 0)).collect();
     assert_eq!(decisions[..8], [Decision::Measuring; 8]);
     assert_eq!(decisions[8], Decision::Larger);
+}
+
+/// Three windows an arm, as the engines run: near a sharp peak the round ends once each arm
+/// has measured a window, since what it would learn from the rest is already clear.
+#[test]
+fn a_round_whose_arms_already_differ_by_the_early_ratio_ends_after_a_window_each() {
+    let config = ControllerConfig { windows_per_side: 3, ..quick_config() };
+    let (mut controller, mut t_us) = opened(config.clone());
+    // Both sides 30% below the centre: the centre stays after three windows.
+    assert_eq!(round(&mut controller, &mut t_us, 700, 1000, 700), Decision::Stay);
+    assert_eq!(controller.history().len(), 2);
+    // A side 30% above the centre and the other side wins after three windows (this round is
+    // mirrored: down, centre, up).
+    assert_eq!(round(&mut controller, &mut t_us, 1300, 1000, 900), Decision::Larger);
+    // At a bound the clamped side stands for the centre: the inward side alone decides.
+    let bounded = ControllerConfig { batch_size_min: 40, ..config.clone() };
+    let (mut controller, mut t_us) = opened(bounded);
+    assert_eq!(round(&mut controller, &mut t_us, 700, 1000, 1000), Decision::Stay);
+    assert_eq!(controller.centre_size(), 40);
+    // Arms within the ratio of each other need the whole round: after the first three windows
+    // (and after six) it is still measuring, and the ninth decides (a slope: up wins).
+    let (mut controller, mut t_us) = opened(config.clone());
+    for window in 0..9 {
+        let goodput = match controller.batch_size().cmp(&controller.centre_size()) {
+            Ordering::Greater => 1100,
+            Ordering::Equal => 1000,
+            Ordering::Less => 950,
+        };
+        let decision = feed(&mut controller, &mut t_us, goodput, 0);
+        let expected = if window == 8 { Decision::Larger } else { Decision::Measuring };
+        assert_eq!(decision, expected, "window {window}");
+    }
+    // Without an early ratio even a clear round runs its nine windows.
+    let (mut controller, mut t_us) = opened(ControllerConfig { early_decision_ratio: None, ..config });
+    let sizes: Vec<u32> = (0..9)
+        .map(|window| {
+            let size = controller.batch_size();
+            let goodput = if size == controller.centre_size() { 1000 } else { 500 };
+            let decision = feed(&mut controller, &mut t_us, goodput, 0);
+            assert_eq!(decision == Decision::Stay, window == 8, "window {window}");
+            size
+        })
+        .collect();
+    assert_eq!(sizes, [60, 40, 27, 27, 40, 60, 60, 40, 27]);
 }
 
 #[test]

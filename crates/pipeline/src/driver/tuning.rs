@@ -199,11 +199,12 @@ mod tests {
 
     #[test]
     fn one_batch_knob_sets_both_caps() {
-        let mut tuner = WindowTuner::new(&PipelineConfig::default(), false).unwrap().unwrap();
+        let config = PipelineConfig { concurrency: 100, ..PipelineConfig::default() };
+        let mut tuner = WindowTuner::new(&config, false).unwrap().unwrap();
         assert_eq!(tuner.tuner.names(), [KNOB_BATCH]);
         let sizes = tuner.sizes();
         assert_eq!(sizes.storage, sizes.validator);
-        assert_eq!(sizes.storage, 75, "the first round's up side: half the concurrency (50) * 1.5");
+        assert_eq!(sizes.storage, 60, "the first round's up side: half the concurrency (50) * 1.2");
         tuner.observe(0, Tally::default());
         assert_eq!((tuner.samples()[0].storage, tuner.samples()[0].validator), (Some(50), Some(50)));
     }

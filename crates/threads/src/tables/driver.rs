@@ -276,8 +276,8 @@ impl TablesConfig {
 /// At the rates this engine reaches on two cores (about 100,000 TPC-C and 250,000 YCSB commits
 /// per second with reordering) a 50 ms window counts several thousand commits, so counting
 /// noise (about 1/sqrt(commits), under 2%) stays below the controller's 3% tolerance, and a
-/// round (three windows on each of its three sizes) takes about 450 ms: some twenty rounds in a
-/// ten-second run.
+/// round (three windows on each of its three sizes) takes about 450 ms, or 150 ms when one
+/// window of each already decides it: some twenty rounds or more in a ten-second run.
 ///
 /// The upper bound, 32 transactions per thread, is where measured throughput stops growing
 /// on two threads: from 4 per thread up, YCSB at θ = 0.99 (10M records) and TPC-C (two
