@@ -72,8 +72,8 @@
 //!   most from the centre, where one window of each arm already tells: near a sharp peak a
 //!   round takes three windows instead of nine, near a flat one (sides within 15%, so probing
 //!   them costs little) it keeps all nine for noise. On the pipeline (srvc, 100 live
-//!   transactions, θ = 0.8, where 50 and 75 run at about 0.7x of the peak at 55-65) the first
-//!   rounds, which probe that far, then take 150 ms instead of 450.
+//!   transactions, θ = 0.8, where 50 and 72 run at about 0.7x of the peak at 55-65) the round
+//!   that probes them from 60 takes 150 ms instead of 450.
 //! * A side is always at least one away from the rounded centre, so at small sizes a small
 //!   step still compares different sizes.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds

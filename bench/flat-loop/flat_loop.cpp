@@ -1,0 +1,410 @@
+// flat_loop: YCSB transactions in a tight C++ loop over a flat array of records, with no-wait
+// two-phase locking or Silo-style OCC. It is the yardstick for the threads engine's
+// `--index array` (issue 14: "no protocol slower than a tight flat-array C++ loop"), written
+// for ordo and built by hand, outside ordo's build:
+//
+//   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
+//   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5 \
+//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch]
+//
+// It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
+// and nothing more:
+//
+//   record (128 bytes, two cache lines): [ meta | value | seq | payload: 13 words ]
+//   transaction: `ops` distinct keys of Zipf(theta) ranks (rank r is key r), each a read with
+//   probability `read-ratio`, else a read-modify-write (value + 1, payload rewritten from the
+//   value, seq + 1); an aborted transaction is retried at once with the same keys.
+//
+// Where it is easier on itself than ordo: the keys are drawn before the clock starts (a pool of
+// transactions per thread, replayed round-robin), so key generation costs nothing here; there is
+// no history, no epoch thread and no result bookkeeping beyond two counters. With `--prefetch`
+// a transaction first asks for all of its records' cache lines, as ordo's array store does.
+//
+//   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
+//            an exclusive one, at the access; a busy lock aborts; writes are buffered and
+//            installed before the locks are released.
+//   silo:    meta = [ lock:1 | tid:63 ]; a read copies the record between two loads of an
+//            unlocked, unchanged meta word; commit locks the write set in key order, checks
+//            every read's meta word is unchanged (and unlocked unless locked by itself), then
+//            installs each write and publishes tid = max(seen) + 1 (no epochs, no log).
+//
+// Output: one line of key=value pairs (commits/s, abort rate, commits, aborts).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int kPayloadWords = 13;  // 100 bytes rounded up to words
+constexpr int kOpsMax = 64;
+constexpr uint64_t kWriter = uint64_t{1} << 63;  // no_wait: exclusive holder; silo: lock bit
+
+struct alignas(64) Record {
+  std::atomic<uint64_t> meta;
+  uint64_t value;
+  uint64_t seq;
+  uint64_t payload[kPayloadWords];
+};
+static_assert(sizeof(Record) == 128, "two cache lines per record");
+
+// Data words are read and written with relaxed atomic accesses, ordered by the meta word.
+inline uint64_t load(const uint64_t& word) { return __atomic_load_n(&word, __ATOMIC_RELAXED); }
+inline void store(uint64_t& word, uint64_t value) { __atomic_store_n(&word, value, __ATOMIC_RELAXED); }
+inline uint64_t payload_word(uint64_t value, int index) {
+  return value ^ (static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL);
+}
+
+struct Options {
+  std::string protocol = "no_wait";
+  uint64_t records = 10'000'000;
+  int ops = 16;
+  double read_ratio = 0.5;
+  double theta = 0.99;
+  int threads = 1;
+  double duration_s = 2.0;
+  double warmup_s = 0.5;
+  uint64_t pool = 1 << 20;  // transactions drawn per thread before the clock starts
+  uint64_t seed = 1;
+  bool prefetch = false;
+};
+
+// Zipf(theta) over ranks 0..n-1 by rejection-inversion (Hoermann and Derflinger 1996): invert
+// the integral of x^-theta to propose a rank, accept it under the histogram of true masses.
+class Zipf {
+ public:
+  Zipf(uint64_t n, double theta) : n_(n), theta_(theta) {
+    if (theta_ == 0.0) return;
+    one_minus_ = 1.0 - theta_;
+    top_ = integral(static_cast<double>(n_) + 0.5);
+    bottom_ = integral(1.5) - 1.0;
+    squeeze_ = 2.0 - inverse(integral(2.5) - std::pow(2.0, -theta_));
+  }
+
+  template <class Rng>
+  uint64_t operator()(Rng& rng) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    if (theta_ == 0.0) return static_cast<uint64_t>(unit(rng) * static_cast<double>(n_)) % n_;
+    for (;;) {
+      double u = top_ + unit(rng) * (bottom_ - top_);
+      double x = inverse(u);
+      double k = std::floor(x + 0.5);
+      if (k < 1.0) k = 1.0;
+      if (k > static_cast<double>(n_)) k = static_cast<double>(n_);
+      if (k - x <= squeeze_ || u >= integral(k + 0.5) - std::pow(k, -theta_)) {
+        return static_cast<uint64_t>(k) - 1;
+      }
+    }
+  }
+
+ private:
+  double integral(double x) const { return (std::pow(x, one_minus_) - 1.0) / one_minus_; }
+  double inverse(double y) const { return std::pow(1.0 + y * one_minus_, 1.0 / one_minus_); }
+
+  uint64_t n_;
+  double theta_;
+  double one_minus_ = 1.0, top_ = 0.0, bottom_ = 0.0, squeeze_ = 0.0;
+};
+
+struct Txn {
+  uint32_t keys[kOpsMax];
+  uint64_t writes;  // bit i: request i is a read-modify-write
+};
+
+struct alignas(64) Counters {
+  std::atomic<uint64_t> commits{0};
+  std::atomic<uint64_t> aborts{0};
+};
+
+std::atomic<bool> stop{false};
+
+class Worker {
+ public:
+  Worker(Record* table, const Options& options) : table_(table), options_(options) {}
+
+  bool run(const Txn& txn) {
+    if (options_.prefetch) {
+      for (int i = 0; i < options_.ops; ++i) {
+        const char* line = reinterpret_cast<const char*>(&table_[txn.keys[i]]);
+        __builtin_prefetch(line);
+        __builtin_prefetch(line + 64);
+      }
+    }
+    return options_.protocol == "silo" ? silo(txn) : no_wait(txn);
+  }
+
+ private:
+  void copy_out(const Record& r, uint64_t* value, uint64_t* seq) {
+    *value = load(r.value);
+    *seq = load(r.seq);
+    for (int w = 0; w < kPayloadWords; ++w) payload_[w] = load(r.payload[w]);
+  }
+
+  void install(Record& r, uint64_t value, uint64_t seq) {
+    store(r.value, value);
+    store(r.seq, seq);
+    for (int w = 0; w < kPayloadWords; ++w) store(r.payload[w], payload_word(value, w));
+  }
+
+  bool no_wait(const Txn& txn) {
+    int held = 0;
+    int writes = 0;
+    bool ok = true;
+    for (int i = 0; i < options_.ops && ok; ++i) {
+      Record& r = table_[txn.keys[i]];
+      bool exclusive = (txn.writes >> i) & 1;
+      uint64_t word = r.meta.load(std::memory_order_relaxed);
+      if (exclusive) {
+        uint64_t free = 0;
+        ok = r.meta.compare_exchange_strong(free, kWriter, std::memory_order_acquire);
+      } else {
+        for (;;) {
+          if (word & kWriter) { ok = false; break; }
+          if (r.meta.compare_exchange_weak(word, word + 1, std::memory_order_acquire)) break;
+        }
+      }
+      if (!ok) break;
+      lock_keys_[held] = txn.keys[i];
+      lock_exclusive_[held++] = exclusive;
+      uint64_t value, seq;
+      copy_out(r, &value, &seq);
+      if (exclusive) {
+        write_keys_[writes] = txn.keys[i];
+        write_values_[writes] = value + 1;
+        write_seqs_[writes++] = seq + 1;
+      }
+    }
+    if (ok) {
+      for (int w = 0; w < writes; ++w) install(table_[write_keys_[w]], write_values_[w], write_seqs_[w]);
+    }
+    for (int h = 0; h < held; ++h) {
+      Record& r = table_[lock_keys_[h]];
+      if (lock_exclusive_[h]) r.meta.store(0, std::memory_order_release);
+      else r.meta.fetch_sub(1, std::memory_order_release);
+    }
+    return ok;
+  }
+
+  bool silo(const Txn& txn) {
+    int reads = 0;
+    int writes = 0;
+    for (int i = 0; i < options_.ops; ++i) {
+      Record& r = table_[txn.keys[i]];
+      uint64_t before, value, seq;
+      for (;;) {
+        before = r.meta.load(std::memory_order_acquire);
+        if (before & kWriter) { __builtin_ia32_pause(); continue; }
+        copy_out(r, &value, &seq);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (r.meta.load(std::memory_order_relaxed) == before) break;
+      }
+      read_keys_[reads] = txn.keys[i];
+      read_tids_[reads++] = before;
+      if ((txn.writes >> i) & 1) {
+        write_keys_[writes] = txn.keys[i];
+        write_values_[writes] = value + 1;
+        write_seqs_[writes++] = seq + 1;
+      }
+    }
+    // Lock the write set in key order (no deadlock), spinning on a busy lock.
+    int order[kOpsMax];
+    for (int w = 0; w < writes; ++w) order[w] = w;
+    std::sort(order, order + writes, [&](int a, int b) { return write_keys_[a] < write_keys_[b]; });
+    uint64_t max_tid = last_tid_;
+    for (int o = 0; o < writes; ++o) {
+      Record& r = table_[write_keys_[order[o]]];
+      for (;;) {
+        uint64_t word = r.meta.load(std::memory_order_relaxed);
+        if (!(word & kWriter) &&
+            r.meta.compare_exchange_weak(word, word | kWriter, std::memory_order_acquire)) {
+          max_tid = std::max(max_tid, word);
+          break;
+        }
+        __builtin_ia32_pause();
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool ok = true;
+    for (int i = 0; i < reads && ok; ++i) {
+      uint64_t now = table_[read_keys_[i]].meta.load(std::memory_order_acquire);
+      bool mine = false;
+      if (now & kWriter) {
+        for (int w = 0; w < writes; ++w) mine |= write_keys_[w] == read_keys_[i];
+      }
+      ok = (now & ~kWriter) == read_tids_[i] && (!(now & kWriter) || mine);
+      max_tid = std::max(max_tid, read_tids_[i]);
+    }
+    if (!ok) {
+      for (int w = 0; w < writes; ++w) {
+        Record& r = table_[write_keys_[w]];
+        r.meta.store(r.meta.load(std::memory_order_relaxed) & ~kWriter, std::memory_order_release);
+      }
+      return false;
+    }
+    uint64_t tid = max_tid + 1;
+    last_tid_ = tid;
+    for (int w = 0; w < writes; ++w) {
+      Record& r = table_[write_keys_[w]];
+      install(r, write_values_[w], write_seqs_[w]);
+      r.meta.store(tid, std::memory_order_release);
+    }
+    return true;
+  }
+
+  Record* table_;
+  const Options& options_;
+  uint64_t payload_[kPayloadWords];
+  uint32_t lock_keys_[kOpsMax];
+  bool lock_exclusive_[kOpsMax];
+  uint32_t read_keys_[kOpsMax];
+  uint64_t read_tids_[kOpsMax];
+  uint32_t write_keys_[kOpsMax];
+  uint64_t write_values_[kOpsMax];
+  uint64_t write_seqs_[kOpsMax];
+  uint64_t last_tid_ = 0;
+};
+
+std::vector<Txn> draw_pool(const Options& options, int thread) {
+  std::mt19937_64 rng(options.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(thread) + 1);
+  Zipf zipf(options.records, options.theta);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<Txn> pool(options.pool);
+  for (Txn& txn : pool) {
+    txn.writes = 0;
+    for (int i = 0; i < options.ops; ++i) {
+      uint32_t key;
+      bool taken;
+      do {
+        key = static_cast<uint32_t>(zipf(rng));
+        taken = std::find(txn.keys, txn.keys + i, key) != txn.keys + i;
+      } while (taken);
+      txn.keys[i] = key;
+      if (unit(rng) >= options.read_ratio) txn.writes |= uint64_t{1} << i;
+    }
+  }
+  return pool;
+}
+
+[[noreturn]] void usage(const char* message) {
+  std::fprintf(stderr, "flat_loop: %s\n", message);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--prefetch") { o.prefetch = true; continue; }
+    if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
+    const char* v = argv[++i];
+    if (flag == "--protocol") o.protocol = v;
+    else if (flag == "--records") o.records = std::strtoull(v, nullptr, 10);
+    else if (flag == "--ops") o.ops = std::atoi(v);
+    else if (flag == "--read-ratio") o.read_ratio = std::atof(v);
+    else if (flag == "--theta") o.theta = std::atof(v);
+    else if (flag == "--threads") o.threads = std::atoi(v);
+    else if (flag == "--duration") o.duration_s = std::atof(v);
+    else if (flag == "--warmup") o.warmup_s = std::atof(v);
+    else if (flag == "--pool") o.pool = std::strtoull(v, nullptr, 10);
+    else if (flag == "--seed") o.seed = std::strtoull(v, nullptr, 10);
+    else usage(("unknown flag " + flag).c_str());
+  }
+  if (o.protocol != "no_wait" && o.protocol != "silo") usage("--protocol is no_wait or silo");
+  if (o.records < 16 || o.records > (uint64_t{1} << 32)) usage("--records must be in 16..=2^32");
+  if (o.ops < 1 || o.ops > kOpsMax || static_cast<uint64_t>(o.ops) > o.records) usage("--ops must be in 1..=64");
+  if (!(o.theta >= 0.0 && o.theta < 1.0)) usage("--theta must be in [0, 1)");
+  if (o.threads < 1 || o.threads > 64) usage("--threads must be in 1..=64");
+  if (!(o.duration_s > 0 && o.duration_s <= 3600 && o.warmup_s >= 0 && o.warmup_s <= 3600)) usage("bad duration");
+  if (o.pool < 1 || o.pool > (uint64_t{1} << 26)) usage("--pool must be in 1..=2^26");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options = parse(argc, argv);
+  auto t0 = std::chrono::steady_clock::now();
+  Record* table = static_cast<Record*>(std::aligned_alloc(64, options.records * sizeof(Record)));
+  if (table == nullptr) usage("could not allocate the table");
+  {
+    std::vector<std::thread> loaders;
+    uint64_t chunk = (options.records + options.threads - 1) / options.threads;
+    for (int t = 0; t < options.threads; ++t) {
+      loaders.emplace_back([&, t] {
+        uint64_t end = std::min(options.records, (t + 1) * chunk);
+        for (uint64_t k = t * chunk; k < end; ++k) {
+          Record& r = table[k];
+          r.meta.store(0, std::memory_order_relaxed);
+          r.value = k;
+          r.seq = 0;
+          for (int w = 0; w < kPayloadWords; ++w) r.payload[w] = payload_word(k, w);
+        }
+      });
+    }
+    for (auto& loader : loaders) loader.join();
+  }
+  std::vector<std::vector<Txn>> pools(options.threads);
+  {
+    std::vector<std::thread> drawers;
+    for (int t = 0; t < options.threads; ++t) drawers.emplace_back([&, t] { pools[t] = draw_pool(options, t); });
+    for (auto& drawer : drawers) drawer.join();
+  }
+  double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<Counters> counters(options.threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < options.threads; ++t) {
+    workers.emplace_back([&, t] {
+      Worker worker(table, options);
+      const std::vector<Txn>& pool = pools[t];
+      uint64_t next = 0, commits = 0, aborts = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const Txn& txn = pool[next];
+        next = next + 1 == pool.size() ? 0 : next + 1;
+        while (!worker.run(txn)) {
+          ++aborts;
+          if ((aborts & 63) == 0 && stop.load(std::memory_order_relaxed)) break;
+        }
+        ++commits;
+        if ((commits & 255) == 0) {
+          counters[t].commits.store(commits, std::memory_order_relaxed);
+          counters[t].aborts.store(aborts, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  auto totals = [&] {
+    uint64_t c = 0, a = 0;
+    for (auto& counter : counters) {
+      c += counter.commits.load(std::memory_order_relaxed);
+      a += counter.aborts.load(std::memory_order_relaxed);
+    }
+    return std::make_pair(c, a);
+  };
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.warmup_s));
+  auto start = totals();
+  auto begin = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.duration_s));
+  auto end = totals();
+  double measured_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  stop.store(true);
+  for (auto& worker : workers) worker.join();
+  uint64_t commits = end.first - start.first, aborts = end.second - start.second;
+  std::printf(
+      "protocol=%s threads=%d theta=%g prefetch=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
+      "setup_s=%.2f\n",
+      options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, commits / measured_s,
+      commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
+      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s);
+  std::free(table);
+  return 0;
+}
