@@ -4,7 +4,7 @@
 // for ordo and built by hand, outside ordo's build:
 //
 //   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
-//   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5 \
+//   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5
 //       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch]
 //
 // It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
@@ -76,6 +76,7 @@ struct Options {
   uint64_t pool = 1 << 20;  // transactions drawn per thread before the clock starts
   uint64_t seed = 1;
   bool prefetch = false;
+  bool check_zipf = false;
 };
 
 // Zipf(theta) over ranks 0..n-1 by rejection-inversion (Hoermann and Derflinger 1996): invert
@@ -304,6 +305,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--prefetch") { o.prefetch = true; continue; }
+    if (flag == "--check-zipf") { o.check_zipf = true; continue; }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const char* v = argv[++i];
     if (flag == "--protocol") o.protocol = v;
@@ -330,8 +332,32 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
+// `--check-zipf`: draws a million ranks and prints how often the first few came up against
+// their exact probabilities, so the sampler can be checked before it is trusted.
+void check_zipf(const Options& options) {
+  std::mt19937_64 rng(options.seed);
+  Zipf zipf(options.records, options.theta);
+  double zeta = 0.0;
+  for (uint64_t r = 1; r <= options.records; ++r) zeta += std::pow(static_cast<double>(r), -options.theta);
+  const uint64_t draws = 1'000'000;
+  std::vector<uint64_t> count(100, 0);
+  for (uint64_t i = 0; i < draws; ++i) {
+    uint64_t rank = zipf(rng);
+    if (rank < count.size()) ++count[rank];
+  }
+  for (uint64_t rank : {0, 1, 2, 9, 99}) {
+    double exact = std::pow(static_cast<double>(rank + 1), -options.theta) / zeta;
+    std::printf("rank %llu: drawn %.5f exact %.5f\n", static_cast<unsigned long long>(rank),
+                static_cast<double>(count[rank]) / draws, exact);
+  }
+}
+
 int main(int argc, char** argv) {
   Options options = parse(argc, argv);
+  if (options.check_zipf) {
+    check_zipf(options);
+    return 0;
+  }
   auto t0 = std::chrono::steady_clock::now();
   Record* table = static_cast<Record*>(std::aligned_alloc(64, options.records * sizeof(Record)));
   if (table == nullptr) usage("could not allocate the table");
