@@ -32,7 +32,7 @@ use rand::Rng;
 use crate::batch_front::{BatchFront, ShareWorker};
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
 use crate::mvcc::{Isolation, Mvcc};
-use crate::protocol::{Abort, Protocol};
+use crate::protocol::{Abort, KeyFilter, Protocol};
 use crate::serial::Serial;
 use crate::silo::Silo;
 use crate::tictoc::TicToc;
@@ -240,6 +240,8 @@ struct Exec {
     writes: Vec<(Key, Value)>,
     footprint_reads: Vec<Key>,
     update_keys: Vec<Key>,
+    /// The keys of `update_keys`.
+    updates: KeyFilter,
     prefetch_reads: Vec<Key>,
     prefetch_writes: Vec<Key>,
 }
@@ -264,7 +266,8 @@ fn attempt<P: Protocol>(
         match workload.step(txn, &exec.values, &mut exec.reads, &mut exec.writes) {
             Step::Read => {
                 for &key in &exec.reads {
-                    let for_update = P::UPDATE_HINTS && exec.update_keys.contains(&key);
+                    let for_update =
+                        P::UPDATE_HINTS && exec.updates.may_contain(key) && exec.update_keys.contains(&key);
                     exec.values.push(protocol.read(worker, key, for_update)?);
                 }
             }
@@ -318,6 +321,8 @@ impl<P: Protocol> WorkerState<P> {
             self.exec.footprint_reads.clear();
             self.exec.update_keys.clear();
             shared.workload.footprint(txn, &mut self.exec.footprint_reads, &mut self.exec.update_keys);
+            self.exec.updates.clear();
+            self.exec.update_keys.iter().for_each(|&key| self.exec.updates.add(key));
         }
         if shared.prefetch {
             if !std::mem::take(&mut self.next_prefetched) {
@@ -333,8 +338,10 @@ impl<P: Protocol> WorkerState<P> {
             protocol.begin(&mut self.protocol_state, restarts > 0);
             match attempt(protocol, &mut self.protocol_state, shared.workload, txn, &mut self.exec) {
                 Ok(Outcome::Committed) => {
-                    let now = now_us(shared.start);
-                    let latency_us = first_start.elapsed().as_micros() as u64;
+                    // One clock read serves the window and the latency.
+                    let ended = Instant::now();
+                    let now = ended.saturating_duration_since(shared.start).as_micros() as u64;
+                    let latency_us = ended.saturating_duration_since(first_start).as_micros() as u64;
                     self.recorder.commit(now, latency_us, restarts, txn.procedure);
                     self.committed += 1;
                     shared.commits[self.index].store(self.committed, Ordering::Relaxed);

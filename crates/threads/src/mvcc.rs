@@ -51,7 +51,7 @@ use parking_lot::Mutex;
 
 use crate::kit::{self, LOCK};
 use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
-use crate::store::{LINE_WORDS, Line, allocate_lines, parallel_for, payload_word, payload_words, prefetch};
+use crate::store::{LINE_WORDS, Lines, parallel_for, payload_word, payload_words, prefetch};
 
 /// Versions kept per record unless configured otherwise.
 pub const VERSIONS_DEFAULT: usize = 4;
@@ -76,7 +76,7 @@ pub enum Isolation {
 #[derive(Debug)]
 pub struct Mvcc {
     heads: Vec<AtomicU64>,
-    lines: Vec<Line>,
+    lines: Lines,
     stride: usize,
     slot_words: usize,
     versions: u64,
@@ -119,7 +119,7 @@ impl Mvcc {
         let records = workload.key_count();
         let mvcc = Mvcc {
             heads: std::iter::repeat_with(|| AtomicU64::new(1)).take(records as usize).collect(),
-            lines: allocate_lines(records as usize * stride / LINE_WORDS),
+            lines: Lines::zeroed(records as usize * stride),
             stride,
             slot_words,
             versions: versions as u64,
@@ -143,8 +143,13 @@ impl Mvcc {
 
     #[inline]
     fn word(&self, key: Key, offset: usize) -> &AtomicU64 {
-        let index = key as usize * self.stride + offset;
-        &self.lines[index / LINE_WORDS].0[index % LINE_WORDS]
+        &self.record(key)[offset]
+    }
+
+    /// The words of `key`'s record (every slot).
+    #[inline]
+    fn record(&self, key: Key) -> &[AtomicU64] {
+        self.lines.record(key as usize * self.stride, self.stride)
     }
 
     #[inline]
@@ -259,8 +264,7 @@ impl Protocol for Mvcc {
     #[inline]
     fn prefetch(&self, key: Key) {
         prefetch(self.head(key));
-        let first = key as usize * self.stride / LINE_WORDS;
-        self.lines[first..first + self.stride / LINE_WORDS].iter().for_each(prefetch);
+        Lines::prefetch(self.record(key));
     }
 
     fn read(&self, worker: &mut MvccWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {

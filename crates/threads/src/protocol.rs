@@ -67,29 +67,66 @@ pub trait Protocol: Send + Sync {
     fn committed_value(&self, key: Key) -> Value;
 }
 
+/// A 64-bit summary of a small set of keys: a bit per key's hash. A clear bit proves a key
+/// absent, so a lookup scans its list only when the key, or one sharing its bit, is in it; a
+/// transaction of 16 distinct keys then skips most of the scans its 16 lookups would make.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyFilter(u64);
+
+impl KeyFilter {
+    #[inline]
+    fn bit(key: Key) -> u64 {
+        1 << (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    }
+
+    /// Whether `key` may be in the set (`false`: it is not).
+    #[inline]
+    pub fn may_contain(self, key: Key) -> bool {
+        self.0 & Self::bit(key) != 0
+    }
+
+    #[inline]
+    pub fn add(&mut self, key: Key) {
+        self.0 |= Self::bit(key);
+    }
+
+    #[inline]
+    pub fn clear(&mut self) {
+        self.0 = 0;
+    }
+}
+
 /// Buffered writes of one attempt, in the order given (a key written twice keeps the last).
 #[derive(Debug, Default)]
 pub struct WriteSet {
     pub entries: Vec<(Key, Value)>,
+    filter: KeyFilter,
 }
 
 impl WriteSet {
     #[inline]
     pub fn put(&mut self, key: Key, value: Value) {
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.entries.push((key, value)),
+        if self.filter.may_contain(key)
+            && let Some(entry) = self.entries.iter_mut().find(|(k, _)| *k == key)
+        {
+            entry.1 = value;
+            return;
         }
+        self.filter.add(key);
+        self.entries.push((key, value));
     }
 
     #[inline]
     pub fn get(&self, key: Key) -> Option<Value> {
+        if !self.filter.may_contain(key) {
+            return None;
+        }
         self.entries.iter().find(|(k, _)| *k == key).map(|&(_, v)| v)
     }
 
     #[inline]
     pub fn contains(&self, key: Key) -> bool {
-        self.entries.iter().any(|(k, _)| *k == key)
+        self.filter.may_contain(key) && self.entries.iter().any(|(k, _)| *k == key)
     }
 
     /// Sorts by key: the global order in which writes are locked.
@@ -101,6 +138,7 @@ impl WriteSet {
     #[inline]
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.filter.clear();
     }
 
     pub fn is_empty(&self) -> bool {

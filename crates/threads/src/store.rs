@@ -30,10 +30,39 @@ const PAYLOAD: usize = 3;
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = 8;
 
-/// One cache line of words.
-#[repr(align(64))]
-#[derive(Debug, Default)]
-pub(crate) struct Line(pub(crate) [AtomicU64; LINE_WORDS]);
+/// Zeroed words whose first one starts a cache line, so a record whose stride is a whole
+/// number of lines never shares a line with another. A record is one bounds-checked slice
+/// (`record`), and its words are then walked without further checks.
+#[derive(Debug)]
+pub(crate) struct Lines {
+    words: Vec<AtomicU64>,
+    /// Index in `words` of the first word on a line boundary.
+    start: usize,
+}
+
+impl Lines {
+    /// `words` zeroed words (rounded up to whole lines), starting on a line boundary.
+    pub(crate) fn zeroed(words: usize) -> Lines {
+        let words = words.next_multiple_of(LINE_WORDS);
+        let all: Vec<AtomicU64> = std::iter::repeat_with(AtomicU64::default).take(words + LINE_WORDS - 1).collect();
+        let line = LINE_WORDS * std::mem::size_of::<AtomicU64>();
+        let start = all.as_ptr().addr().next_multiple_of(line).wrapping_sub(all.as_ptr().addr())
+            / std::mem::size_of::<AtomicU64>();
+        Lines { words: all, start }
+    }
+
+    /// The `len` words from word `first`.
+    #[inline]
+    pub(crate) fn record(&self, first: usize, len: usize) -> &[AtomicU64] {
+        &self.words[self.start + first..self.start + first + len]
+    }
+
+    /// Starts loading every line of `record` (see [`prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(record: &[AtomicU64]) {
+        record.iter().step_by(LINE_WORDS).for_each(prefetch);
+    }
+}
 
 /// Payload words for `payload_bytes` bytes.
 pub fn payload_words(payload_bytes: usize) -> usize {
@@ -45,11 +74,6 @@ pub fn payload_words(payload_bytes: usize) -> usize {
 #[inline]
 pub(crate) fn payload_word(value: Value, index: usize) -> u64 {
     (value as u64) ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// `lines` zeroed cache lines.
-pub(crate) fn allocate_lines(lines: usize) -> Vec<Line> {
-    std::iter::repeat_with(Line::default).take(lines).collect()
 }
 
 /// Asks the CPU to start loading the cache line holding `item` (a hint: it reads and writes
@@ -83,7 +107,7 @@ pub(crate) fn parallel_for(keys: u64, threads: usize, init: impl Fn(Key) + Sync)
 /// Single-version records (see the module documentation).
 #[derive(Debug)]
 pub struct Table {
-    lines: Vec<Line>,
+    lines: Lines,
     stride: usize,
     payload_words: usize,
     records: u64,
@@ -96,14 +120,14 @@ impl Table {
         let payload_words = payload_words(payload_bytes);
         let stride = (PAYLOAD + payload_words).next_multiple_of(LINE_WORDS);
         let records = workload.key_count();
-        let table =
-            Table { lines: allocate_lines(records as usize * stride / LINE_WORDS), stride, payload_words, records };
+        let table = Table { lines: Lines::zeroed(records as usize * stride), stride, payload_words, records };
         parallel_for(records, load_threads, |key| {
             let value = workload.initial_value(key);
-            table.word(key, META).store(meta_initial, Relaxed);
-            table.word(key, VALUE).store(value as u64, Relaxed);
-            for i in 0..payload_words {
-                table.word(key, PAYLOAD + i).store(payload_word(value, i), Relaxed);
+            let record = table.record(key);
+            record[META].store(meta_initial, Relaxed);
+            record[VALUE].store(value as u64, Relaxed);
+            for (i, word) in table.payload(record).iter().enumerate() {
+                word.store(payload_word(value, i), Relaxed);
             }
         });
         table
@@ -117,33 +141,39 @@ impl Table {
         self.payload_words
     }
 
+    /// The words of `key`'s record.
     #[inline]
-    fn word(&self, key: Key, offset: usize) -> &AtomicU64 {
-        let index = key as usize * self.stride + offset;
-        &self.lines[index / LINE_WORDS].0[index % LINE_WORDS]
+    fn record(&self, key: Key) -> &[AtomicU64] {
+        self.lines.record(key as usize * self.stride, self.stride)
+    }
+
+    /// The payload words of `record`.
+    #[inline]
+    fn payload<'r>(&self, record: &'r [AtomicU64]) -> &'r [AtomicU64] {
+        &record[PAYLOAD..PAYLOAD + self.payload_words]
     }
 
     /// Starts loading `key`'s record into the cache (see `prefetch`).
     #[inline]
     pub fn prefetch(&self, key: Key) {
-        let first = key as usize * self.stride / LINE_WORDS;
-        self.lines[first..first + self.stride / LINE_WORDS].iter().for_each(prefetch);
+        Lines::prefetch(self.record(key));
     }
 
     /// The protocol's word of `key`.
     #[inline]
     pub fn meta(&self, key: Key) -> &AtomicU64 {
-        self.word(key, META)
+        &self.record(key)[META]
     }
 
     /// Copies the value, sequence number and payload of `key` (relaxed; the caller orders the
     /// copy with the meta word).
     #[inline]
     pub fn read_data(&self, key: Key, payload: &mut [u64]) -> (Value, u64) {
-        let value = self.word(key, VALUE).load(Relaxed) as Value;
-        let seq = self.word(key, SEQ).load(Relaxed);
-        for (i, word) in payload.iter_mut().enumerate().take(self.payload_words) {
-            *word = self.word(key, PAYLOAD + i).load(Relaxed);
+        let record = self.record(key);
+        let value = record[VALUE].load(Relaxed) as Value;
+        let seq = record[SEQ].load(Relaxed);
+        for (copy, word) in payload.iter_mut().zip(self.payload(record)) {
+            *copy = word.load(Relaxed);
         }
         (value, seq)
     }
@@ -151,22 +181,23 @@ impl Table {
     /// The sequence number of `key`.
     #[inline]
     pub fn seq(&self, key: Key) -> u64 {
-        self.word(key, SEQ).load(Relaxed)
+        self.record(key)[SEQ].load(Relaxed)
     }
 
     /// Installs `value` as version `seq` of `key`, with its payload (relaxed; the caller holds
     /// the record's lock and publishes with the meta word).
     #[inline]
     pub fn write_data(&self, key: Key, value: Value, seq: u64) {
-        self.word(key, VALUE).store(value as u64, Relaxed);
-        self.word(key, SEQ).store(seq, Relaxed);
-        for i in 0..self.payload_words {
-            self.word(key, PAYLOAD + i).store(payload_word(value, i), Relaxed);
+        let record = self.record(key);
+        record[VALUE].store(value as u64, Relaxed);
+        record[SEQ].store(seq, Relaxed);
+        for (i, word) in self.payload(record).iter().enumerate() {
+            word.store(payload_word(value, i), Relaxed);
         }
     }
 
     /// The committed value of `key` (for checks after a run, when no transaction is live).
     pub fn value(&self, key: Key) -> Value {
-        self.word(key, VALUE).load(Relaxed) as Value
+        self.record(key)[VALUE].load(Relaxed) as Value
     }
 }

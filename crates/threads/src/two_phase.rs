@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, Value, Workload};
 
-use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
+use crate::protocol::{Abort, KeyFilter, Protocol, Recording, Spin, WriteSet};
 use crate::store::Table;
 
 const WRITER: u64 = 1 << 63;
@@ -55,6 +55,8 @@ pub struct TwoPhaseLocking {
 pub struct TwoPhaseWorker {
     /// Locks held: (key, exclusive).
     locks: Vec<(Key, bool)>,
+    /// The keys of `locks`.
+    locked: KeyFilter,
     writes: WriteSet,
     ts: u64,
     payload: Vec<u64>,
@@ -70,9 +72,65 @@ impl TwoPhaseLocking {
         }
     }
 
+    /// The lock word after `ts` takes (or upgrades to) the lock whose word is `current`, or
+    /// `None` when the lock cannot be granted now; `held` when `ts` holds it shared already.
+    #[inline]
+    fn granted(current: u64, ts: u64, exclusive: bool, held: bool) -> Option<u64> {
+        let holders = readers(current) + u64::from(current & WRITER != 0);
+        if exclusive {
+            if holders == 0 {
+                Some(WRITER | ts)
+            } else if held && current & WRITER == 0 && readers(current) == 1 {
+                Some(WRITER | (current & TS_MASK).min(ts))
+            } else {
+                None
+            }
+        } else if current & WRITER == 0 && readers(current) < READERS_MAX {
+            let oldest = if holders == 0 { ts } else { (current & TS_MASK).min(ts) };
+            Some(((current & !TS_MASK) + READER_ONE) | oldest)
+        } else {
+            None
+        }
+    }
+
     /// Takes (or upgrades to) the lock of `key`; `held` is the index of a shared lock already
-    /// held on it.
+    /// held on it. The first try is inline (a free lock is the common case); a busy lock, or a
+    /// lost race for a free one, goes to [`Self::acquire_contended`].
+    #[inline]
     fn acquire(
+        &self,
+        worker: &mut TwoPhaseWorker,
+        key: Key,
+        exclusive: bool,
+        held: Option<usize>,
+    ) -> Result<(), Abort> {
+        let meta = self.table.meta(key);
+        let current = meta.load(Ordering::Relaxed);
+        match Self::granted(current, worker.ts, exclusive, held.is_some()) {
+            Some(next) if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() => {
+                Self::took(worker, key, exclusive, held);
+                Ok(())
+            }
+            _ => self.acquire_contended(worker, key, exclusive, held),
+        }
+    }
+
+    /// Records a lock `worker` just took.
+    #[inline]
+    fn took(worker: &mut TwoPhaseWorker, key: Key, exclusive: bool, held: Option<usize>) {
+        match held {
+            Some(index) => worker.locks[index].1 = true,
+            None => {
+                worker.locks.push((key, exclusive));
+                worker.locked.add(key);
+            }
+        }
+    }
+
+    /// [`Self::acquire`] once the first try failed: try again while the word changes under
+    /// us; a lock held in a conflicting mode aborts (`no_wait`), or waits or dies (`wait_die`).
+    #[cold]
+    fn acquire_contended(
         &self,
         worker: &mut TwoPhaseWorker,
         key: Key,
@@ -84,28 +142,9 @@ impl TwoPhaseLocking {
         let mut spin = Spin::default();
         loop {
             let current = meta.load(Ordering::Relaxed);
-            let holders = readers(current) + u64::from(current & WRITER != 0);
-            let next = if exclusive {
-                let only_me = held.is_some() && current & WRITER == 0 && readers(current) == 1;
-                if holders == 0 {
-                    WRITER | ts
-                } else if only_me {
-                    WRITER | (current & TS_MASK).min(ts)
-                } else {
-                    0
-                }
-            } else if current & WRITER == 0 && readers(current) < READERS_MAX {
-                let oldest = if holders == 0 { ts } else { (current & TS_MASK).min(ts) };
-                ((current & !TS_MASK) + READER_ONE) | oldest
-            } else {
-                0
-            };
-            if next != 0 {
+            if let Some(next) = Self::granted(current, ts, exclusive, held.is_some()) {
                 if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    match held {
-                        Some(index) => worker.locks[index].1 = true,
-                        None => worker.locks.push((key, exclusive)),
-                    }
+                    Self::took(worker, key, exclusive, held);
                     return Ok(());
                 }
                 continue;
@@ -123,26 +162,32 @@ impl TwoPhaseLocking {
         }
     }
 
+    /// Releases every lock `worker` holds. Nobody else changes a word while its lock is held
+    /// exclusively, so that release is a store; a shared one leaves with one subtraction (the
+    /// last reader out leaves a stale timestamp beside a zero count, which a requester ignores:
+    /// it only consults the timestamp of a lock that has holders).
     fn release_all(&self, worker: &mut TwoPhaseWorker) {
         for &(key, exclusive) in &worker.locks {
             let meta = self.table.meta(key);
-            let mut current = meta.load(Ordering::Relaxed);
-            loop {
-                let next = if exclusive {
-                    debug_assert!(current & WRITER != 0, "releasing an exclusive lock not held");
-                    FREE
-                } else {
-                    debug_assert!(readers(current) > 0, "releasing a shared lock not held");
-                    let left = current - READER_ONE;
-                    if readers(left) == 0 { FREE } else { left }
-                };
-                match meta.compare_exchange_weak(current, next, Ordering::Release, Ordering::Relaxed) {
-                    Ok(_) => break,
-                    Err(actual) => current = actual,
-                }
+            if exclusive {
+                debug_assert!(meta.load(Ordering::Relaxed) & WRITER != 0, "releasing an exclusive lock not held");
+                meta.store(FREE, Ordering::Release);
+            } else {
+                let before = meta.fetch_sub(READER_ONE, Ordering::Release);
+                debug_assert!(readers(before) > 0, "releasing a shared lock not held");
             }
         }
         worker.locks.clear();
+        worker.locked.clear();
+    }
+
+    /// Where `key` is in `worker`'s lock list.
+    #[inline]
+    fn held(worker: &TwoPhaseWorker, key: Key) -> Option<usize> {
+        if !worker.locked.may_contain(key) {
+            return None;
+        }
+        worker.locks.iter().position(|&(k, _)| k == key)
     }
 }
 
@@ -160,6 +205,7 @@ impl Protocol for TwoPhaseLocking {
     fn worker(&self, index: usize, record_history: bool) -> TwoPhaseWorker {
         TwoPhaseWorker {
             locks: Vec::with_capacity(64),
+            locked: KeyFilter::default(),
             writes: WriteSet::default(),
             ts: 0,
             payload: vec![0; self.table.payload_words()],
@@ -186,7 +232,7 @@ impl Protocol for TwoPhaseLocking {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
-        match worker.locks.iter().position(|&(k, _)| k == key) {
+        match Self::held(worker, key) {
             Some(index) if for_update && !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
             Some(_) => {}
             None => self.acquire(worker, key, for_update, None)?,
@@ -198,7 +244,7 @@ impl Protocol for TwoPhaseLocking {
 
     #[inline]
     fn write(&self, worker: &mut TwoPhaseWorker, key: Key, value: Value) -> Result<(), Abort> {
-        match worker.locks.iter().position(|&(k, _)| k == key) {
+        match Self::held(worker, key) {
             Some(index) if !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
             Some(_) => {}
             None => self.acquire(worker, key, true, None)?,
