@@ -155,7 +155,7 @@ impl Ycsb {
     /// The requests of `txn` that read the record first, a bit per request.
     #[inline]
     fn read_mask(&self, txn: &Txn) -> u64 {
-        let all = u64::MAX >> (u64::BITS as usize - txn.keys.len());
+        let all = u64::MAX.checked_shr(u64::BITS - txn.keys.len() as u32).unwrap_or(0);
         if self.config.write_kind == WriteKind::Rmw { all } else { !txn.flags & all }
     }
 
@@ -296,6 +296,23 @@ mod tests {
             }
             assert_eq!(fr.len(), if kind == WriteKind::Rmw { 16 } else { 16 - fw.len() });
         }
+    }
+
+    #[test]
+    fn the_request_masks_cover_no_requests_and_all_sixty_four() {
+        let empty = Txn::default();
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        assert_eq!(small(WriteKind::Rmw, false).step(&empty, &[], &mut reads, &mut writes), Step::Commit);
+        assert!(reads.is_empty() && writes.is_empty());
+        let ycsb = Ycsb::new(YcsbConfig { records: 10_000, ops: YCSB_OPS_MAX, ..YcsbConfig::default() }).unwrap();
+        let mut txn = Txn::default();
+        ycsb.generate(&mut rng_from_seed(3), &mut txn);
+        let (mut values, mut reads, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+        assert_eq!(execute(&ycsb, &txn, |k| k as Value, &mut values, &mut reads, &mut writes), Step::Commit);
+        assert_eq!(values.len(), YCSB_OPS_MAX);
+        let written: Vec<Key> = (0..YCSB_OPS_MAX).filter(|&i| txn.flags >> i & 1 == 1).map(|i| txn.keys[i]).collect();
+        assert_eq!(writes.iter().map(|w| w.0).collect::<Vec<_>>(), written);
+        assert!(writes.iter().all(|&(key, value)| value == key as Value + 1));
     }
 
     #[test]
