@@ -14,12 +14,12 @@
 //! leave, the stored minimum may be older than the remaining holders, which only makes a
 //! requester die where it could have waited (never the reverse), so no wait cycle can form.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, Value, Workload};
 
-use crate::protocol::{Abort, KeyFilter, Protocol, Recording, Spin, WriteSet};
+use crate::protocol::{Abort, KeyFilter, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
 use crate::store::Table;
 
 const WRITER: u64 = 1 << 63;
@@ -48,7 +48,7 @@ pub struct TwoPhaseLocking {
     table: Table,
     flavour: Deadlock,
     /// Source of wait-die timestamps (taken once per transaction, kept across restarts).
-    clock: AtomicU64,
+    clock: TimestampClock,
 }
 
 #[derive(Debug)]
@@ -59,6 +59,8 @@ pub struct TwoPhaseWorker {
     locked: KeyFilter,
     writes: WriteSet,
     ts: u64,
+    /// The worker's block of timestamps from `clock`.
+    timestamps: TimestampBlock,
     payload: Vec<u64>,
     recording: Recording,
 }
@@ -68,7 +70,7 @@ impl TwoPhaseLocking {
         TwoPhaseLocking {
             table: Table::load(workload, payload_bytes, FREE, load_threads),
             flavour,
-            clock: AtomicU64::new(1),
+            clock: TimestampClock::default(),
         }
     }
 
@@ -208,6 +210,7 @@ impl Protocol for TwoPhaseLocking {
             locked: KeyFilter::default(),
             writes: WriteSet::default(),
             ts: 0,
+            timestamps: TimestampBlock::default(),
             payload: vec![0; self.table.payload_words()],
             recording: Recording::new(index, record_history),
         }
@@ -218,7 +221,7 @@ impl Protocol for TwoPhaseLocking {
         worker.writes.clear();
         worker.recording.clear();
         if !restart || worker.ts == 0 {
-            worker.ts = self.clock.fetch_add(1, Ordering::Relaxed) & TS_MASK;
+            worker.ts = self.clock.take(&mut worker.timestamps) & TS_MASK;
         }
     }
 

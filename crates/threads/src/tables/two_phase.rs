@@ -73,7 +73,7 @@ use super::trace::Trace;
 use super::writes::{WriteBuffer, WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 use crate::interleave;
-use crate::protocol::Spin;
+use crate::protocol::{Spin, TimestampBlock, TimestampClock};
 
 const EXCLUSIVE: u64 = 1 << 63;
 const DEAD: u64 = 1 << 62;
@@ -100,7 +100,7 @@ pub struct TwoPhaseTables {
     db: Database,
     wait_die: bool,
     /// Source of transaction timestamps (taken once per transaction, kept across restarts).
-    clock: CachePadded<AtomicU64>,
+    clock: TimestampClock,
     /// One end-of-table lock per table.
     ends: Vec<CachePadded<AtomicU64>>,
 }
@@ -126,6 +126,8 @@ enum Item {
 #[derive(Debug)]
 pub struct TwoPhaseWorker {
     ts: u64,
+    /// The worker's block of timestamps from the shared clock.
+    timestamps: TimestampBlock,
     locks: Vec<Held>,
     writes: WriteBuffer,
     reclaimer: Reclaimer,
@@ -312,7 +314,7 @@ impl TableProtocol for TwoPhaseTables {
     fn over(db: Database, kind: ProtocolKind) -> Self {
         assert!(matches!(kind, ProtocolKind::NoWait | ProtocolKind::WaitDie), "{kind} is not 2PL");
         let ends = db.tables().iter().map(|_| CachePadded::new(AtomicU64::new(FREE))).collect();
-        TwoPhaseTables { db, wait_die: kind == ProtocolKind::WaitDie, clock: CachePadded::new(AtomicU64::new(1)), ends }
+        TwoPhaseTables { db, wait_die: kind == ProtocolKind::WaitDie, clock: TimestampClock::default(), ends }
     }
 
     fn kind(&self) -> ProtocolKind {
@@ -326,6 +328,7 @@ impl TableProtocol for TwoPhaseTables {
     fn worker(&self, options: WorkerOptions) -> TwoPhaseWorker {
         TwoPhaseWorker {
             ts: 0,
+            timestamps: TimestampBlock::default(),
             locks: Vec::new(),
             writes: WriteBuffer::default(),
             reclaimer: Reclaimer::default(),
@@ -341,7 +344,7 @@ impl TableProtocol for TwoPhaseTables {
     fn begin<'a>(&'a self, worker: &'a mut TwoPhaseWorker, restart: bool) -> TwoPhaseTx<'a> {
         worker.clear_attempt();
         if !restart || worker.ts == 0 {
-            worker.ts = self.clock.fetch_add(1, Ordering::Relaxed) & TS_MASK;
+            worker.ts = self.clock.take(&mut worker.timestamps) & TS_MASK;
         }
         let guard = pin();
         self.reclaim(worker, &guard, false);
