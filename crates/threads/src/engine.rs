@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 use crossbeam::utils::CachePadded;
 use ordo_harness::{Recorder, Window};
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
+use ordo_workload::{Key, KeyFilter, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
 use rand::Rng;
 
 use crate::batch_front::{BatchFront, ShareWorker};
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
 use crate::mvcc::{Isolation, Mvcc};
-use crate::protocol::{Abort, KeyFilter, Protocol};
+use crate::protocol::{Abort, Protocol};
 use crate::serial::Serial;
 use crate::silo::Silo;
 use crate::tictoc::TicToc;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam::utils::CachePadded;
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, Value};
+use ordo_workload::{Key, KeyFilter, Value};
 
 /// Largest number of workers (history ids interleave by worker).
 pub const WORKERS_MAX: usize = 256;
@@ -68,35 +68,6 @@ pub trait Protocol: Send + Sync {
 
     /// The latest committed value of `key` (only meaningful when no transaction is live).
     fn committed_value(&self, key: Key) -> Value;
-}
-
-/// A 64-bit summary of a small set of keys: a bit per key's hash. A clear bit proves a key
-/// absent, so a lookup scans its list only when the key, or one sharing its bit, is in it; a
-/// transaction of 16 distinct keys then skips most of the scans its 16 lookups would make.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KeyFilter(u64);
-
-impl KeyFilter {
-    #[inline]
-    fn bit(key: Key) -> u64 {
-        1 << (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
-    }
-
-    /// Whether `key` may be in the set (`false`: it is not).
-    #[inline]
-    pub fn may_contain(self, key: Key) -> bool {
-        self.0 & Self::bit(key) != 0
-    }
-
-    #[inline]
-    pub fn add(&mut self, key: Key) {
-        self.0 |= Self::bit(key);
-    }
-
-    #[inline]
-    pub fn clear(&mut self) {
-        self.0 = 0;
-    }
 }
 
 /// Buffered writes of one attempt, in the order given (a key written twice keeps the last).

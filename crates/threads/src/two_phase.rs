@@ -17,9 +17,9 @@
 use std::sync::atomic::Ordering;
 
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, Value, Workload};
+use ordo_workload::{Key, KeyFilter, Value, Workload};
 
-use crate::protocol::{Abort, KeyFilter, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
+use crate::protocol::{Abort, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
 use crate::store::Table;
 
 const WRITER: u64 = 1 << 63;

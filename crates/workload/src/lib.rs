@@ -28,7 +28,7 @@ pub mod zipf;
 
 pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
-pub use procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload, execute};
+pub use procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
 pub use tables::{
     Aborted, ConsistencyError, ConsistencyReport, Direction, KV_TABLE, KvTables, Maintained, MemoryDb, Outcome,

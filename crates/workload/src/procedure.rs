@@ -25,6 +25,36 @@ use crate::WorkloadRng;
 
 /// A key: dense, in `0..Workload::key_count()`.
 pub type Key = u64;
+
+/// A 64-bit summary of a small set of keys: a bit per key's hash. A clear bit proves a key
+/// absent, so a lookup scans its list only when the key, or one sharing its bit, is in it; a
+/// transaction of 16 distinct keys then skips most of the scans its 16 lookups would make
+/// (drawing a transaction's keys, and a protocol's lock list and write set).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyFilter(u64);
+
+impl KeyFilter {
+    #[inline]
+    fn bit(key: Key) -> u64 {
+        1 << (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    }
+
+    /// Whether `key` may be in the set (`false`: it is not).
+    #[inline]
+    pub fn may_contain(self, key: Key) -> bool {
+        self.0 & Self::bit(key) != 0
+    }
+
+    #[inline]
+    pub fn add(&mut self, key: Key) {
+        self.0 |= Self::bit(key);
+    }
+
+    #[inline]
+    pub fn clear(&mut self) {
+        self.0 = 0;
+    }
+}
 /// Most keys a workload may have: every engine keeps at least a record of a cache line or two
 /// per key, and a billion keys would exhaust memory before the first transaction.
 pub const KEYS_MAX: u64 = 100_000_000;

@@ -29,7 +29,7 @@ use rand::{Rng, RngCore};
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{KEYS_MAX, Key, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 
 #[cfg(test)]
@@ -195,13 +195,12 @@ impl Workload for Ycsb {
         // A bit per key's hash, set for every key taken: a clear bit proves a key new, so only a
         // key whose bit is already set (a repeat, or one of 64 buckets shared) scans the keys
         // taken. The keys and their order are what a scan of every key would give.
-        let mut taken = 0u64;
+        let mut taken = KeyFilter::default();
         while txn.keys.len() < ops {
             let rank = drawn.next().copied().unwrap_or_else(|| self.zipf.sample(rng));
             let key = self.key_of_rank(rank);
-            let bit = 1u64 << (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
-            if taken & bit == 0 || !txn.keys.contains(&key) {
-                taken |= bit;
+            if !taken.may_contain(key) || !txn.keys.contains(&key) {
+                taken.add(key);
                 txn.keys.push(key);
             }
         }
