@@ -31,6 +31,7 @@
 // Output: one line of key=value pairs (commits/s, abort rate, commits, aborts).
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -300,6 +301,23 @@ std::vector<Txn> draw_pool(const Options& options, int thread) {
   std::exit(2);
 }
 
+// The whole of `v` as a number, or a usage error naming `flag` (no silent 0 for junk).
+uint64_t whole_u64(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0) usage(("not a whole number for " + flag).c_str());
+  return x;
+}
+
+double real(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  double x = std::strtod(v, &end);
+  if (*v == '\0' || *end != '\0' || errno != 0 || !std::isfinite(x)) usage(("not a number for " + flag).c_str());
+  return x;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -309,21 +327,22 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const char* v = argv[++i];
     if (flag == "--protocol") o.protocol = v;
-    else if (flag == "--records") o.records = std::strtoull(v, nullptr, 10);
-    else if (flag == "--ops") o.ops = std::atoi(v);
-    else if (flag == "--read-ratio") o.read_ratio = std::atof(v);
-    else if (flag == "--theta") o.theta = std::atof(v);
-    else if (flag == "--threads") o.threads = std::atoi(v);
-    else if (flag == "--duration") o.duration_s = std::atof(v);
-    else if (flag == "--warmup") o.warmup_s = std::atof(v);
-    else if (flag == "--pool") o.pool = std::strtoull(v, nullptr, 10);
-    else if (flag == "--seed") o.seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--records") o.records = whole_u64(flag, v);
+    else if (flag == "--ops") o.ops = static_cast<int>(std::min<uint64_t>(whole_u64(flag, v), 1000));
+    else if (flag == "--read-ratio") o.read_ratio = real(flag, v);
+    else if (flag == "--theta") o.theta = real(flag, v);
+    else if (flag == "--threads") o.threads = static_cast<int>(std::min<uint64_t>(whole_u64(flag, v), 1000));
+    else if (flag == "--duration") o.duration_s = real(flag, v);
+    else if (flag == "--warmup") o.warmup_s = real(flag, v);
+    else if (flag == "--pool") o.pool = whole_u64(flag, v);
+    else if (flag == "--seed") o.seed = whole_u64(flag, v);
     else usage(("unknown flag " + flag).c_str());
   }
   if (o.protocol != "no_wait" && o.protocol != "silo") usage("--protocol is no_wait or silo");
   if (o.records < 16 || o.records > (uint64_t{1} << 32)) usage("--records must be in 16..=2^32");
   if (o.ops < 1 || o.ops > kOpsMax || static_cast<uint64_t>(o.ops) > o.records) usage("--ops must be in 1..=64");
   if (!(o.theta >= 0.0 && o.theta < 1.0)) usage("--theta must be in [0, 1)");
+  if (!(o.read_ratio >= 0.0 && o.read_ratio <= 1.0)) usage("--read-ratio must be in [0, 1]");
   if (o.threads < 1 || o.threads > 64) usage("--threads must be in 1..=64");
   if (!(o.duration_s > 0 && o.duration_s <= 3600 && o.warmup_s >= 0 && o.warmup_s <= 3600)) usage("bad duration");
   if (o.pool < 1 || o.pool > (uint64_t{1} << 26)) usage("--pool must be in 1..=2^26");
