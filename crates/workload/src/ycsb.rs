@@ -128,9 +128,54 @@ impl YcsbConfig {
 pub struct Ycsb {
     config: YcsbConfig,
     zipf: Zipf,
-    /// `read_ratio · 2^53` rounded up: a request writes when the 53 high bits of a random
-    /// `u64` are at least this (exactly when `rng.random::<f64>() >= read_ratio`).
-    read_threshold: u64,
+    /// Whether a request writes: [`read_threshold`]'s test, drawing only the bits it needs.
+    write_coin: WriteCoin,
+}
+
+/// `read_ratio · 2^53` rounded up: a request writes when the 53 high bits of a random `u64`
+/// are at least this (exactly when `rng.random::<f64>() >= read_ratio`). Exact: scaling by a
+/// power of two loses nothing, and `read_ratio` is in [0, 1].
+fn read_threshold(read_ratio: f64) -> u64 {
+    (read_ratio * (1u64 << 53) as f64).ceil() as u64
+}
+
+/// The write test `u >= threshold` on a uniform 53-bit `u`, drawing only the random bits that
+/// can change its outcome. When the threshold's low `53 - bits` bits are zero, `u >= threshold`
+/// exactly when `u`'s high `bits` bits are at least `threshold >> (53 - bits)`, and those are
+/// a uniform `bits`-bit number of their own. So a request takes `bits` random bits instead of
+/// a 64-bit draw: one bit at a read ratio of one half (one draw serves 64 requests), two at a
+/// quarter, 53 at 0.95 (one draw each, as before). The probability is the same, exactly:
+/// `(2^bits - at) / 2^bits = (2^53 - threshold) / 2^53`.
+#[derive(Debug, Clone, Copy)]
+struct WriteCoin {
+    /// Random bits per request, at most 53 (0 when the outcome is certain).
+    bits: u32,
+    /// A request writes when its `bits` random bits, as an integer, are at least this.
+    at: u64,
+}
+
+impl WriteCoin {
+    fn new(threshold: u64) -> Self {
+        let bits = 53 - threshold.trailing_zeros().min(53);
+        WriteCoin { bits, at: threshold >> (53 - bits) }
+    }
+
+    /// The write flags of `requests` requests, bit `i` for request `i`, without a branch on
+    /// any outcome (at a read ratio of one half each would mispredict half the time).
+    #[inline]
+    fn flags(self, rng: &mut impl RngCore, requests: usize) -> u64 {
+        let mask = (1u64 << self.bits) - 1;
+        let (mut word, mut left, mut flags) = (0u64, 0u32, 0u64);
+        for i in 0..requests {
+            if left < self.bits {
+                (word, left) = (rng.next_u64(), u64::BITS);
+            }
+            flags |= u64::from(word & mask >= self.at) << i;
+            word >>= self.bits;
+            left -= self.bits;
+        }
+        flags
+    }
 }
 
 /// FNV-1a over the 8 bytes of `x`, as YCSB's `Utils.fnvhash64`.
@@ -143,9 +188,8 @@ pub fn fnv1a64(x: u64) -> u64 {
 impl Ycsb {
     pub fn new(config: YcsbConfig) -> Result<Self, WorkloadError> {
         config.validate()?;
-        // Exact: scaling by a power of two loses nothing, and `read_ratio` is in [0, 1].
-        let read_threshold = (config.read_ratio * (1u64 << 53) as f64).ceil() as u64;
-        Ok(Ycsb { config, zipf: Zipf::new(config.records, config.theta)?, read_threshold })
+        let write_coin = WriteCoin::new(read_threshold(config.read_ratio));
+        Ok(Ycsb { config, zipf: Zipf::new(config.records, config.theta)?, write_coin })
     }
 
     pub fn config(&self) -> &YcsbConfig {
@@ -184,8 +228,8 @@ impl Workload for Ycsb {
     fn generate(&self, rng: &mut WorkloadRng, txn: &mut Txn) {
         txn.procedure = 0;
         txn.keys.clear();
-        txn.flags = 0;
-        txn.amount = rng.random_range(0..1_000_000);
+        // Only blind writes store the amount; a read-modify-write stores what it read, plus one.
+        txn.amount = if self.config.write_kind == WriteKind::Blind { rng.random_range(0..1_000_000) } else { 0 };
         // The ranks are drawn as a batch (the same i.i.d. draws as one at a time); a rank
         // whose key is already taken is replaced by a fresh draw.
         let ops = self.config.ops;
@@ -193,24 +237,24 @@ impl Workload for Ycsb {
         self.zipf.sample_into(rng, &mut ranks[..ops]);
         let mut drawn = ranks[..ops].iter();
         // A bit per key's hash, set for every key taken: a clear bit proves a key new, so only a
-        // key whose bit is already set (a repeat, or one of 64 buckets shared) scans the keys
-        // taken. The keys and their order are what a scan of every key would give.
+        // key whose bit is already set (a repeat, or a key sharing its bit) scans the keys
+        // taken. The keys and their order are what a scan of every key would give. They are
+        // gathered in an array and appended at once (a push stores the length every time).
         let mut taken = KeyFilter::default();
-        while txn.keys.len() < ops {
+        let (mut keys, mut len) = ([0; YCSB_OPS_MAX], 0);
+        while len < ops {
             let rank = drawn.next().copied().unwrap_or_else(|| self.zipf.sample(rng));
             let key = self.key_of_rank(rank);
-            if !taken.may_contain(key) || !txn.keys.contains(&key) {
+            if !taken.may_contain(key) || !keys[..len].contains(&key) {
                 taken.add(key);
-                txn.keys.push(key);
+                keys[len] = key;
+                len += 1;
             }
         }
+        txn.keys.extend_from_slice(&keys[..ops]);
         // Request i writes when a uniform f64 in [0, 1) is at least the read ratio, compared
-        // in integers (the f64 is its 53 high bits over 2^53), and without a branch, which at
-        // a read ratio of one half would mispredict every other request.
-        for i in 0..ops {
-            let writes = rng.next_u64() >> 11 >= self.read_threshold;
-            txn.flags |= u64::from(writes) << i;
-        }
+        // in integers (the f64 is its 53 high bits over 2^53), on only the bits that decide.
+        txn.flags = self.write_coin.flags(rng, ops);
     }
 
     // The request kinds are random, so these walk the set bits of the kind masks rather than
@@ -317,24 +361,66 @@ mod tests {
     #[test]
     fn the_integer_write_test_is_the_float_one() {
         for read_ratio in [0.0, 0.1, 0.5, 0.95, 1.0, 1.0 / 3.0] {
-            let ycsb = Ycsb::new(YcsbConfig { records: 10_000, read_ratio, ..YcsbConfig::default() }).unwrap();
             let mut rng = rng_from_seed(1);
             for _ in 0..100_000 {
                 let bits = rng.next_u64();
                 let float = (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
                 assert_eq!(
-                    bits >> 11 >= ycsb.read_threshold,
+                    bits >> 11 >= read_threshold(read_ratio),
                     float >= read_ratio,
                     "ratio {read_ratio}, bits {bits:#x}"
                 );
             }
             // The boundary itself.
-            let at = ycsb.read_threshold;
+            let at = read_threshold(read_ratio);
             if at > 0 && at < 1 << 53 {
                 assert!((at as f64) * (1.0 / (1u64 << 53) as f64) >= read_ratio);
                 assert!(((at - 1) as f64) * (1.0 / (1u64 << 53) as f64) < read_ratio);
             }
         }
+    }
+
+    #[test]
+    fn the_write_coin_has_the_threshold_tests_probability_exactly() {
+        for read_ratio in [0.0, 0.1, 0.25, 0.5, 0.75, 0.95, 1.0, 1.0 / 3.0, 0.625] {
+            let ycsb = Ycsb::new(YcsbConfig { records: 10_000, read_ratio, ..YcsbConfig::default() }).unwrap();
+            let WriteCoin { bits, at } = ycsb.write_coin;
+            // P(write) = (2^bits - at) / 2^bits, scaled to 2^53, is the threshold test's.
+            assert_eq!(((1u64 << bits) - at) << (53 - bits), (1u64 << 53) - read_threshold(read_ratio), "{read_ratio}");
+            // And the draws show it: 64,000 requests, within five standard deviations.
+            let mut rng = rng_from_seed(7);
+            let writes: u32 = (0..1000).map(|_| ycsb.write_coin.flags(&mut rng, 64).count_ones()).sum();
+            let expected = 64_000.0 * (1.0 - read_ratio);
+            let sigma = (64_000.0 * read_ratio * (1.0 - read_ratio)).sqrt();
+            assert!((f64::from(writes) - expected).abs() <= 5.0 * sigma + 1e-9, "{read_ratio}: {writes} writes");
+        }
+    }
+
+    #[test]
+    fn the_write_coin_draws_only_the_bits_it_needs() {
+        let coin = |read_ratio| {
+            Ycsb::new(YcsbConfig { records: 10_000, read_ratio, ..YcsbConfig::default() }).unwrap().write_coin
+        };
+        assert_eq!((coin(0.5).bits, coin(0.75).bits, coin(0.625).bits), (1, 2, 3));
+        assert_eq!((coin(0.0).bits, coin(1.0).bits), (0, 0));
+        // 0.95 · 2^53 rounded up has one trailing zero: 52 bits, more than half a draw.
+        assert!(coin(0.95).bits > 32);
+        // One draw for 64 requests at one half, 16 for 16 requests at 0.95, none when certain.
+        let draws = |read_ratio, requests| {
+            let (mut rng, mut copy) = (rng_from_seed(3), rng_from_seed(3));
+            coin(read_ratio).flags(&mut rng, requests);
+            (1..=64).find(|_| {
+                copy.next_u64();
+                copy == rng
+            })
+        };
+        assert_eq!(draws(0.5, 64), Some(1));
+        assert_eq!(draws(0.95, 16), Some(16));
+        assert_eq!(draws(1.0, 16), None);
+        let (mut rng, mut flags) = (rng_from_seed(3), 0);
+        assert_eq!(coin(0.0).flags(&mut rng, 64), u64::MAX);
+        flags |= coin(1.0).flags(&mut rng, 64);
+        assert_eq!(flags, 0);
     }
 
     #[test]
