@@ -41,12 +41,36 @@ pub const BENCHMARK_SETTINGS: &[(&str, &str, &str)] = &[
     ("log_min_messages", "warning", "quiet logs"),
 ];
 
-/// The user's login name for per-user paths: `$USER`, else `$LOGNAME`, reduced to characters
-/// safe in a file name; `unknown` when neither is set.
+/// The user's name for per-user paths: `$USER`, else `$LOGNAME`, else the process's user id
+/// (containers and CI runners often set neither variable); see [`user_label`].
 fn user_name() -> String {
-    let name = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_default();
-    let safe: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
-    if safe.is_empty() { "unknown".to_owned() } else { safe }
+    let name = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).ok();
+    user_label(name.as_deref(), process_uid())
+}
+
+/// `name` reduced to characters safe in a file name, else `uid-N`, else `unknown`.
+fn user_label(name: Option<&str>, uid: Option<u32>) -> String {
+    let safe: String = name
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    match (safe.is_empty(), uid) {
+        (false, _) => safe,
+        (true, Some(uid)) => format!("uid-{uid}"),
+        (true, None) => "unknown".to_owned(),
+    }
+}
+
+/// The user id the process runs as: the owner of `/proc/self` (Linux); `None` elsewhere.
+fn process_uid() -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").ok().map(|meta| meta.uid())
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
 }
 
 /// Where a throwaway cluster lives and how it is reached.
@@ -61,8 +85,9 @@ impl Cluster {
         Cluster { data_dir: data_dir.into(), port }
     }
 
-    /// The default cluster of `ordo pg start`: `$TMPDIR/ordo-pg-$USER` on port 5433 (one per
-    /// user, so two users of a machine do not share, or fight over, one data directory).
+    /// The default cluster of `ordo pg start`: `$TMPDIR/ordo-pg-$USER` (`ordo-pg-uid-N` when
+    /// neither `$USER` nor `$LOGNAME` is set) on port 5433 (one per user, so two users of a
+    /// machine do not share, or fight over, one data directory).
     pub fn default_local() -> Self {
         Cluster::new(std::env::temp_dir().join(format!("ordo-pg-{}", user_name())), PORT_DEFAULT)
     }
@@ -292,4 +317,20 @@ pub fn find_bin_dir() -> Result<PathBuf> {
          install them (`apt-get install postgresql`) or set ORDO_PG_BIN"
             .into(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_label_is_the_safe_name_else_the_uid() {
+        assert_eq!(user_label(Some("alice"), Some(1000)), "alice");
+        assert_eq!(user_label(Some("a/b c"), Some(1000)), "abc", "path characters are dropped");
+        assert_eq!(user_label(None, Some(1000)), "uid-1000");
+        assert_eq!(user_label(Some("//"), Some(0)), "uid-0", "nothing safe left: the uid");
+        assert_eq!(user_label(None, None), "unknown");
+        #[cfg(target_os = "linux")]
+        assert!(process_uid().is_some(), "/proc/self names the process's user");
+    }
 }

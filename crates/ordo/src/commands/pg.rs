@@ -17,7 +17,7 @@ pub struct PgArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
-    /// Data directory of the throwaway cluster (default: $TMPDIR/ordo-pg-$USER, one per user).
+    /// Data directory of the throwaway cluster (default: $TMPDIR/ordo-pg-$USER, or ordo-pg-uid-N without $USER, one per user).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Loopback port, 1..=65535.
