@@ -171,3 +171,32 @@ fn reorder_assignment_sweeps_and_is_recorded() {
         .code(2)
         .stderr(contains("possible values: sticky, even"));
 }
+
+#[test]
+fn pregenerated_pools_are_the_default_for_replayable_workloads_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_of = |args: &[&str]| -> Vec<Value> {
+        let json = dir.path().join("p.json");
+        ordo().args(["bench", "threads"]).args(args).args(SHORT).arg("--json").arg(&json).assert().success();
+        let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        records.into_iter().map(|r| r["config"].clone()).collect()
+    };
+    for index in ["tree", "array"] {
+        let configs = config_of(&[&SMALL_YCSB[..], &["--index", index]].concat());
+        assert_eq!(configs[0]["pregenerate"], 262_144, "{index}: {configs:?}");
+        let configs = config_of(&[&SMALL_YCSB[..], &["--index", index, "--pregenerate", "off"]].concat());
+        assert!(configs[0].get("pregenerate").is_none(), "{index}: {configs:?}");
+    }
+    // TPC-C draws as it goes whatever the flag says, and its results say so.
+    let configs = config_of(&["--workload", "tpcc", "--warehouses", "1", "--pregenerate", "1000"]);
+    assert!(configs[0].get("pregenerate").is_none(), "{configs:?}");
+    for bad in ["0", "16777217", "lots"] {
+        ordo()
+            .args(["bench", "threads", "--pregenerate", bad])
+            .args(SMALL_YCSB)
+            .args(SHORT)
+            .assert()
+            .code(2)
+            .stderr(contains("expected off or a number of transactions per worker in 1..=16777216"));
+    }
+}

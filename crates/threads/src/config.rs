@@ -92,6 +92,9 @@ pub struct EngineConfig {
     /// Prefetch a transaction's whole footprint (known from its parameters) when it starts,
     /// so its cache misses overlap. Not part of any protocol's paper: off by default.
     pub prefetch: bool,
+    /// Transactions each worker draws before the clock starts and replays
+    /// ([`crate::pregenerate`]); `None` draws each one as it is needed.
+    pub pregenerate: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -105,6 +108,7 @@ impl Default for EngineConfig {
             payload_bytes: 100,
             versions: VERSIONS_DEFAULT,
             prefetch: false,
+            pregenerate: None,
         }
     }
 }
@@ -149,6 +153,7 @@ impl EngineConfig {
         if !(2..=VERSIONS_MAX).contains(&self.versions) {
             return Err(ConfigError::invalid("versions", format!("{}: must be in 2..={VERSIONS_MAX}", self.versions)));
         }
+        crate::pregenerate::validate(self.pregenerate)?;
         if self.reorder {
             if !self.protocol.concurrent() {
                 return Err(ConfigError::invalid("protocol", "reorder runs over a concurrent protocol, not serial"));

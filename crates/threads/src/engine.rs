@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crossbeam::utils::CachePadded;
 use ordo_harness::{Recorder, Window};
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, KeyFilter, Step, Txn, Value, Workload, WorkloadRng, rng_from_seed};
+use ordo_workload::{Key, KeyFilter, Step, Txn, TxnPool, Value, Workload, WorkloadRng, rng_from_seed};
 use rand::Rng;
 
 use crate::batch_front::{BatchFront, ShareWorker};
@@ -186,6 +186,10 @@ fn drive<P: Protocol>(
     let load_s = loading_started.elapsed().as_secs_f64();
     let protocol = &protocol;
     let threads = config.effective_threads();
+    // Every workload of the flat store draws from the random stream alone, so any may be
+    // replayed.
+    let generate = |rng: &mut WorkloadRng, _worker: usize, txn: &mut Txn| workload.generate(rng, txn);
+    let pools = crate::pregenerate::draw(config.pregenerate, threads, spec.seed, &generate);
     let micros = |d: Duration| d.as_micros() as u64;
     let window = Window::after_warmup(micros(spec.warmup), micros(spec.duration));
     let shared = Shared {
@@ -201,12 +205,14 @@ fn drive<P: Protocol>(
     };
     let total = spec.warmup + spec.duration + spec.cooldown;
     let results: Vec<(Recorder, Vec<HistoryEntry>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|index| {
+        let handles: Vec<_> = pools
+            .into_iter()
+            .enumerate()
+            .map(|(index, pool)| {
                 let shared = &shared;
                 std::thread::Builder::new()
                     .name(format!("worker-{index}"))
-                    .spawn_scoped(scope, move || worker(shared, index))
+                    .spawn_scoped(scope, move || worker(shared, index, pool))
                     .expect("spawning a worker")
             })
             .collect();
@@ -299,9 +305,20 @@ struct WorkerState<P: Protocol> {
     committed: u64,
     /// The transaction about to run had its footprint requested already.
     next_prefetched: bool,
+    /// Transactions drawn before the run, replayed instead of drawing (`None`: draw each).
+    pool: Option<TxnPool>,
 }
 
 impl<P: Protocol> WorkerState<P> {
+    /// The worker's next transaction, into `txn`: the pool's next, or a fresh draw.
+    #[inline]
+    fn next_txn(&mut self, workload: &dyn Workload, txn: &mut Txn) {
+        match &mut self.pool {
+            Some(pool) => pool.next_into(txn),
+            None => workload.generate(&mut self.rng, txn),
+        }
+    }
+
     /// Requests every record `txn` will touch, at once: the cache misses of a large table then
     /// overlap instead of stalling one after another.
     fn prefetch(&mut self, shared: &Shared<'_, P>, txn: &Txn) {
@@ -369,7 +386,7 @@ impl<P: Protocol> WorkerState<P> {
     }
 }
 
-fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<HistoryEntry>) {
+fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize, pool: Option<TxnPool>) -> (Recorder, Vec<HistoryEntry>) {
     let seed = shared.spec.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut state = WorkerState::<P> {
         index,
@@ -379,16 +396,17 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize) -> (Recorder, Vec<H
         exec: Exec::default(),
         committed: 0,
         next_prefetched: false,
+        pool,
     };
     match &shared.batch {
         None => {
             // The next transaction is generated before the current one runs, so prefetching can
             // look one transaction ahead, as it does within a reorder share.
             let (mut txn, mut next) = (Txn::default(), Txn::default());
-            shared.workload.generate(&mut state.rng, &mut next);
+            state.next_txn(shared.workload, &mut next);
             while !shared.stop.load(Ordering::Relaxed) {
                 std::mem::swap(&mut txn, &mut next);
-                shared.workload.generate(&mut state.rng, &mut next);
+                state.next_txn(shared.workload, &mut next);
                 state.run_transaction(shared, &txn, Instant::now(), Some(&next));
             }
         }
@@ -414,7 +432,7 @@ impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
     }
 
     fn generate(&mut self, _slot: usize, txn: &mut Txn) {
-        self.shared.workload.generate(&mut self.state.rng, txn);
+        self.state.next_txn(self.shared.workload, txn);
     }
 
     fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>) {

@@ -36,6 +36,8 @@
 //! * [`batch_front`]: reorder mode's batches, shared by both drivers: sticky thread-aware
 //!   assignment and the queues the threads take their shares from.
 //! * [`config`]: protocol names and the engine's knobs, validated.
+//! * [`pregenerate`]: each worker's transactions drawn before the clock starts, for both
+//!   drivers, so drawing keys is not part of what a run measures.
 //! * [`tables`]: the engine over `ordo-storage` for table workloads (TPC-C, the hybrid
 //!   workload, key-value workloads through `KvTables`): Silo, TicToc, 2PL and serial, each
 //!   with phantom protection, inserts, deletes, scans and epoch-based reclamation.
@@ -54,6 +56,7 @@ pub mod engine;
 pub mod interleave;
 pub mod kit;
 pub mod mvcc;
+pub mod pregenerate;
 pub mod protocol;
 pub mod serial;
 pub mod silo;

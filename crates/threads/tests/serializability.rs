@@ -74,6 +74,17 @@ fn engines() -> Vec<EngineConfig> {
             ..EngineConfig::default()
         });
     }
+    // Replayed pools, small enough that a run goes round them many times.
+    for (protocol, reorder) in [(ProtocolKind::NoWait, false), (ProtocolKind::Silo, true)] {
+        configs.push(EngineConfig {
+            protocol,
+            reorder,
+            threads: 2,
+            payload_bytes: 24,
+            pregenerate: Some(64),
+            ..EngineConfig::default()
+        });
+    }
     configs
 }
 
@@ -94,9 +105,10 @@ fn serializable_protocols_produce_serializable_histories() {
         for workload in workloads(0.9, seed) {
             for config in engines() {
                 let context = format!(
-                    "{}{} on {} seed {seed} (rerun: ORDO_SEED={seed} cargo test -p ordo-threads --test serializability)",
+                    "{}{}{} on {} seed {seed} (rerun: ORDO_SEED={seed} cargo test -p ordo-threads --test serializability)",
                     config.label(),
                     if config.prefetch { " with prefetch" } else { "" },
+                    config.pregenerate.map_or_else(String::new, |n| format!(" replaying pools of {n}")),
                     workload.name()
                 );
                 let report = run_until(&config, &workload, seed, 200, 15);
@@ -109,6 +121,34 @@ fn serializable_protocols_produce_serializable_histories() {
                     assert_eq!(total, initial, "{context}: money was created or destroyed");
                 }
             }
+        }
+    }
+}
+
+/// A worker with a pool of one transaction runs that one over and over: with two workers a
+/// history holds at most two sets of keys (without pools, hundreds).
+#[test]
+fn workers_with_pools_replay_them() {
+    let _one_at_a_time = exclusive();
+    let workload: Arc<dyn Workload> = Arc::new(
+        Ycsb::new(YcsbConfig { records: 2000, theta: 0.9, payload_bytes: 24, ..YcsbConfig::default() }).unwrap(),
+    );
+    for pregenerate in [Some(1), None] {
+        let config = EngineConfig { threads: 2, payload_bytes: 24, pregenerate, ..EngineConfig::default() };
+        let report = run(&config, &workload, &spec(3, 100), |_, _| {}).unwrap();
+        let sets: std::collections::BTreeSet<Vec<u64>> = report
+            .history
+            .iter()
+            .map(|entry| {
+                let mut keys: Vec<u64> = entry.reads.iter().map(|access| access.key).collect();
+                keys.sort_unstable();
+                keys
+            })
+            .collect();
+        assert!(report.recorder.commits() > 10, "{pregenerate:?}: {} commits", report.recorder.commits());
+        match pregenerate {
+            Some(_) => assert!(sets.len() <= 2, "pools of one replayed {} key sets", sets.len()),
+            None => assert!(sets.len() > 10, "drawing as it goes made only {} key sets", sets.len()),
         }
     }
 }

@@ -167,6 +167,43 @@ fn ycsb_through_kv_tables_serializes_on_both_indexes() {
     ordo_history::check(&report.history).unwrap();
 }
 
+/// The distinct sets of keys a history's transactions accessed.
+fn key_sets(history: &[ordo_history::HistoryEntry]) -> std::collections::BTreeSet<Vec<u64>> {
+    history
+        .iter()
+        .map(|entry| {
+            let mut keys: Vec<u64> = entry.reads.iter().chain(&entry.writes).map(|access| access.key).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys
+        })
+        .collect()
+}
+
+#[test]
+fn replayable_workloads_replay_their_pools_and_the_others_draw_as_they_go() {
+    let _one = exclusive();
+    let seed = seed();
+    // A pool of one transaction per worker: a replaying run commits at most two key sets.
+    let config = TablesConfig { threads: 2, epoch_ms: 5, pregenerate: Some(1), ..TablesConfig::default() };
+    let ycsb =
+        Ycsb::new(YcsbConfig { records: 2_000, theta: 0.9, payload_bytes: 24, ..YcsbConfig::default() }).unwrap();
+    let kv: Arc<dyn TableWorkload> = Arc::new(KvTables::new(Arc::new(ycsb), 24));
+    assert!(kv.replayable());
+    let report = run(&config, &kv, &spec(true), |_, _| {}).unwrap();
+    assert!(report.recorder.commits() > 10, "seed {seed}: ycsb committed {}", report.recorder.commits());
+    let sets = key_sets(&report.history);
+    assert!(sets.len() <= 2, "seed {seed}: ycsb replayed {} key sets from pools of one", sets.len());
+    ordo_history::check(&report.history).unwrap_or_else(|v| panic!("seed {seed}: not serializable: {v:?}"));
+    // TPC-C binds transactions to warehouses and takes fresh order ids: never replayed.
+    let tpcc: Arc<dyn TableWorkload> = Arc::new(tpcc(2, None));
+    assert!(!tpcc.replayable());
+    let report = run(&config, &tpcc, &spec(true), |_, _| {}).unwrap();
+    report.consistency.unwrap_or_else(|e| panic!("seed {seed}: tpcc: {e}"));
+    let sets = key_sets(&report.history);
+    assert!(sets.len() > 10, "seed {seed}: tpcc committed only {} key sets", sets.len());
+}
+
 #[test]
 fn the_array_index_refuses_tables_without_dense_keys() {
     let workload: Arc<dyn TableWorkload> = Arc::new(tpcc(1, None));

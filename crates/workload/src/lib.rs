@@ -7,6 +7,8 @@
 //! * [`procedure`]: transactions as stored procedures ([`Workload`], [`Txn`], [`Step`]),
 //!   executed round by round by any engine.
 //! * [`zipf`]: exact Zipfian key choice.
+//! * [`pool`]: transactions drawn before a run and replayed ([`TxnPool`]), so drawing them
+//!   is not part of what a run measures.
 //! * [`micro`]: the paper's micro-benchmark (§5.1).
 //! * [`smallbank`]: SmallBank (§5.4).
 //! * [`ycsb`]: YCSB as in Cicada and §5.6 (16 requests, reads and read-modify-writes), and
@@ -19,6 +21,7 @@
 
 mod error;
 pub mod micro;
+pub mod pool;
 pub mod procedure;
 pub mod smallbank;
 pub mod tables;
@@ -28,6 +31,7 @@ pub mod zipf;
 
 pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
+pub use pool::{POOL_KEYS_MAX, POOL_TRANSACTIONS_MAX, TxnPool};
 pub use procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
 pub use tables::{

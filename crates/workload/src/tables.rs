@@ -150,6 +150,14 @@ pub trait TableWorkload: Send + Sync + std::fmt::Debug {
     /// Draws the next transaction for worker `worker` into `txn` (reusing its buffers).
     fn generate(&self, rng: &mut WorkloadRng, worker: usize, txn: &mut Txn);
 
+    /// Whether a transaction drawn now may run unchanged at any later time, on any worker:
+    /// [`Self::generate`] depends on nothing but the random stream (no shared counter, no
+    /// worker binding), so a worker may draw its transactions before the run and replay them
+    /// (a [`crate::TxnPool`]). False unless a workload says so.
+    fn replayable(&self) -> bool {
+        false
+    }
+
     /// Runs `txn` against `tx`.
     fn run(&self, txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted>;
 
@@ -317,6 +325,11 @@ impl TableWorkload for KvTables {
 
     fn generate(&self, rng: &mut WorkloadRng, _worker: usize, txn: &mut Txn) {
         self.inner.generate(rng, txn);
+    }
+
+    /// Key-value workloads draw from the random stream alone.
+    fn replayable(&self) -> bool {
+        true
     }
 
     fn run(&self, txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted> {

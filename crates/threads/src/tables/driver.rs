@@ -73,8 +73,8 @@ use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FileDir, Logger, WorkerLog};
 use ordo_storage::{Direction, TableId};
 use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-    rng_from_seed,
+    Aborted, ConsistencyError, ConsistencyReport, Maintained, Outcome, Scratch, TableWorkload, Tx, Txn, TxnPool,
+    WorkloadRng, rng_from_seed,
 };
 use parking_lot::Mutex;
 use rand::Rng;
@@ -154,6 +154,11 @@ pub struct TablesConfig {
     pub checkpoint: CheckpointPolicy,
     /// `mvcc_si`, `ssi`: most versions a record keeps.
     pub versions: usize,
+    /// Transactions each worker draws before the clock starts and replays
+    /// ([`crate::pregenerate`]), for workloads that allow it
+    /// ([`TableWorkload::replayable`]; the others draw each one as it is needed, as `None`
+    /// does for all).
+    pub pregenerate: Option<usize>,
 }
 
 impl Default for TablesConfig {
@@ -172,6 +177,7 @@ impl Default for TablesConfig {
             durability: Durability::Off,
             checkpoint: CheckpointPolicy::default(),
             versions: super::mvcc::VERSIONS_DEFAULT,
+            pregenerate: None,
         }
     }
 }
@@ -247,6 +253,7 @@ impl TablesConfig {
             }
             _ => {}
         }
+        crate::pregenerate::validate(self.pregenerate).map_err(|e| TablesError::Config(e.to_string()))?;
         if self.checkpoint.period_ms == Some(0) {
             return invalid("the checkpoint period must be at least 1 ms".into());
         }
@@ -554,6 +561,10 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
         let streaming = self.hooks.on_acknowledged.is_some() && self.spec.record_history;
         let mut tuner = BatchTuner::new(self.config)?;
         let batch_size = tuner.as_ref().map_or_else(|| self.config.initial_batch(), BatchTuner::size);
+        let workload = self.workload;
+        let pregenerate = self.config.pregenerate.filter(|_| workload.replayable());
+        let generate = |rng: &mut WorkloadRng, worker: usize, txn: &mut Txn| workload.generate(rng, worker, txn);
+        let mut pools = crate::pregenerate::draw(pregenerate, threads, self.spec.seed, &generate);
         let shared = Shared {
             protocol,
             workload: self.workload,
@@ -586,10 +597,10 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             let handles: Vec<_> = (0..threads)
                 .map(|index| {
                     let shared = &shared;
-                    let log = logs[index].take();
+                    let (log, pool) = (logs[index].take(), pools[index].take());
                     std::thread::Builder::new()
                         .name(format!("tables-worker-{index}"))
-                        .spawn_scoped(scope, move || worker(shared, index, log))
+                        .spawn_scoped(scope, move || worker(shared, index, log, pool))
                         .expect("spawning a worker")
                 })
                 .collect();
@@ -1007,10 +1018,22 @@ struct WorkerState<'a, P: TableProtocol> {
     unacknowledged: VecDeque<Unacknowledged>,
     /// With a log and histories collected in the report: acknowledged entries.
     acknowledged_history: Vec<HistoryEntry>,
+    /// Transactions drawn before the run, replayed instead of drawing (`None`: draw each).
+    pool: Option<TxnPool>,
     shared: &'a Shared<'a, P>,
 }
 
 impl<P: TableProtocol> WorkerState<'_, P> {
+    /// The next transaction, for worker `worker`, into `txn`: the pool's next (a pool exists
+    /// only for workloads whose transactions any worker may run), or a fresh draw.
+    #[inline]
+    fn next_txn(&mut self, worker: usize, txn: &mut Txn) {
+        match &mut self.pool {
+            Some(pool) => pool.next_into(txn),
+            None => self.shared.workload.generate(&mut self.rng, worker, txn),
+        }
+    }
+
     /// Runs `txn` until it commits or its procedure refuses (or the run is stopping).
     fn run_transaction(&mut self, txn: &Txn, first_start: Instant) {
         let shared = self.shared;
@@ -1155,7 +1178,12 @@ fn now_us(start: Instant) -> u64 {
     start.elapsed().as_micros() as u64
 }
 
-fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<WorkerLog>) -> WorkerResult {
+fn worker<P: TableProtocol>(
+    shared: &Shared<'_, P>,
+    index: usize,
+    log: Option<WorkerLog>,
+    pool: Option<TxnPool>,
+) -> WorkerResult {
     let seed = shared.spec.seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let options = WorkerOptions { index, workers: shared.threads, record_history: shared.spec.record_history };
     let mut protocol_worker = shared.protocol.worker(options);
@@ -1178,13 +1206,14 @@ fn worker<P: TableProtocol>(shared: &Shared<'_, P>, index: usize, log: Option<Wo
         attempts: Attempts::default(),
         unacknowledged: VecDeque::with_capacity(unacknowledged_capacity),
         acknowledged_history: Vec::new(),
+        pool,
         shared,
     };
     match &shared.batch {
         None => {
             let mut txn = Txn::default();
             while !shared.stop.load(Ordering::Relaxed) {
-                shared.workload.generate(&mut state.rng, index, &mut txn);
+                state.next_txn(index, &mut txn);
                 state.run_transaction(&txn, Instant::now());
             }
         }
@@ -1212,8 +1241,8 @@ impl<P: TableProtocol> ShareWorker for WorkerState<'_, P> {
 
     fn generate(&mut self, slot: usize, txn: &mut Txn) {
         // Workloads that bind transactions to workers (TPC-C's home warehouses) draw a batch
-        // as the threads together would.
-        self.shared.workload.generate(&mut self.rng, slot % self.shared.threads, txn);
+        // as the threads together would (and are not replayed from a pool).
+        self.next_txn(slot % self.shared.threads, txn);
     }
 
     fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>) {

@@ -296,6 +296,12 @@ impl TableWorkload for YcsbCore {
         txn.keys.extend_from_slice(&descriptors[..ops]);
     }
 
+    /// A, B, C and F (the key-value form) draw from the random stream alone; D and E take
+    /// fresh keys for their inserts from a shared counter.
+    fn replayable(&self) -> bool {
+        self.kv.is_some()
+    }
+
     fn run(&self, txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted> {
         if let Some((_, tables)) = &self.kv {
             return tables.run(txn, tx, scratch);

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::durability::{self, DurabilityArg, DurabilityArgs, DurabilityKnobs, HistoryStream};
-use super::values::{BatchSize, BatchSizeArg, not_empty, on_off, within};
+use super::values::{BatchSize, BatchSizeArg, Pregenerate, not_empty, on_off, within};
 use super::workloads::{BindingArg, WorkloadArgs, WorkloadKnobs};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 
@@ -79,6 +79,13 @@ pub struct ThreadsArgs {
     /// default: no protocol's paper does it.
     #[arg(long, value_delimiter = ',', default_value = "off", value_parser = super::values::on_off_parser())]
     pub prefetch: Vec<bool>,
+    /// Transactions each worker draws before the clock starts and then replays in a cycle, so
+    /// that drawing keys (exact Zipf) is not part of what is measured, as DBx1000 does; or
+    /// `off` to draw each transaction when it is needed. 1..=16777216; only for workloads that
+    /// depend on nothing but the random stream (micro, smallbank, ycsb, and YCSB A, B, C and
+    /// F): the others always draw as they go.
+    #[arg(long, default_value = "262144")]
+    pub pregenerate: Pregenerate,
     /// Where records live: `tree` (the default: tables behind the ordered B+tree, every
     /// protocol, inserts, deletes and scans) or `array` (an ablation: the flat store whose
     /// positions are the keys, for micro, smallbank and ycsb; `--prefetch` needs it).
@@ -205,7 +212,7 @@ impl From<IndexArg> for Index {
 /// What a threads-engine run was: the workload and the engine's knobs. In results:
 /// `engine: "threads"`, `mode` (the protocol's name), and under `config` the workload's knobs
 /// and `protocol`, `reorder`, `threads`, `index`, and where they apply `payload_bytes`,
-/// `prefetch`, `batch`, `assignment`, `versions`, `epoch_ms`, `analytic_range`, `durability` (on tables),
+/// `prefetch`, `pregenerate`, `batch`, `assignment`, `versions`, `epoch_ms`, `analytic_range`, `durability` (on tables),
 /// `wal`, `checkpoint_ms` and `checkpoint_log_mib` (with a write-ahead log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Description", try_from = "Description")]
@@ -228,6 +235,9 @@ pub struct ThreadsKnobs {
     pub payload_bytes: Option<usize>,
     /// Footprint prefetch (flat store only).
     pub prefetch: Option<bool>,
+    /// Transactions each worker drew before the run and replayed (`None`: drawn as needed,
+    /// and in results older than the choice).
+    pub pregenerate: Option<usize>,
     /// Reorder batch, `auto` or a number (reordering only).
     pub batch: Option<BatchSize>,
     /// How reorder batches are split (reordering only; `None` in results older than the
@@ -255,6 +265,8 @@ struct ThreadsWire {
     payload_bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     prefetch: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pregenerate: Option<usize>,
     /// `"auto"` or a number.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     batch: Option<BatchSize>,
@@ -291,6 +303,7 @@ impl From<ThreadsRun> for Description {
             index: k.index,
             payload_bytes: k.payload_bytes,
             prefetch: k.prefetch,
+            pregenerate: k.pregenerate,
             batch: k.batch,
             assignment: k.assignment,
             versions: k.versions,
@@ -319,6 +332,7 @@ impl TryFrom<Description> for ThreadsRun {
             index: wire.index,
             payload_bytes: wire.payload_bytes,
             prefetch: wire.prefetch,
+            pregenerate: wire.pregenerate,
             batch: wire.batch,
             assignment: wire.assignment,
             versions: wire.versions,
@@ -377,6 +391,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
                 payload_bytes: workload.payload_bytes,
                 versions: args.versions,
                 prefetch: point.prefetch,
+                pregenerate: args.pregenerate.0,
             };
             config.validate().map_err(|e| anyhow!("{e}"))?;
             Ok(EngineChoice::Flat(config))
@@ -390,6 +405,7 @@ pub fn engine_config(args: &ThreadsArgs, workload: &WorkloadArgs, point: Point) 
                 threads: point.threads,
                 index,
                 versions: args.versions,
+                pregenerate: args.pregenerate.0,
                 ..TablesConfig::default()
             };
             args.durability.apply(&mut config);
@@ -537,6 +553,7 @@ impl ThreadsBench {
         flags.list("--batch", &t.batch, &d.batch);
         flags.named("--assignment", &t.assignment, &d.assignment);
         flags.one("--versions", &t.versions, &d.versions);
+        flags.one("--pregenerate", &t.pregenerate, &d.pregenerate);
         if t.prefetch != d.prefetch {
             let shown: Vec<&str> = t.prefetch.iter().map(|&on| on_off(on)).collect();
             flags.0.push(format!("--prefetch={}", shown.join(",")));
@@ -645,6 +662,7 @@ impl ThreadsBench {
             index: IndexArg::Array,
             payload_bytes: Some(config.payload_bytes),
             prefetch: Some(config.prefetch),
+            pregenerate: config.pregenerate,
             batch: config.reorder.then(|| BatchSize::of(config.effective_batch() as u32)),
             assignment: config.reorder.then(|| assignment_arg(config.assignment)),
             versions: mvcc.then_some(config.versions),
@@ -749,7 +767,8 @@ impl ThreadsBench {
         for &theta in &thetas {
             for range in common.workload.analytic_ranges() {
                 for &binding in &bindings {
-                    common.workload.build_tables(theta, common.seed, binding, range.unwrap_or(0.0))?;
+                    let replayable =
+                        common.workload.build_tables(theta, common.seed, binding, range.unwrap_or(0.0))?.replayable();
                     let points = t.threads.iter().flat_map(|&threads| {
                         t.protocol.iter().flat_map(move |&protocol| {
                             self.batches(protocol).into_iter().map(move |batch| (threads, protocol, batch))
@@ -760,9 +779,12 @@ impl ThreadsBench {
                             continue; // serial runs one thread whatever the sweep says
                         }
                         let point = Point { protocol, threads, prefetch: false, index: Some(index), batch, assignment };
-                        let EngineChoice::Tables(config) = engine_config(t, &common.workload, point)? else {
+                        let EngineChoice::Tables(mut config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point with an index runs on tables");
                         };
+                        // Results say whether the run replayed pools: not for workloads that
+                        // draw as they go.
+                        config.pregenerate = config.pregenerate.filter(|_| replayable);
                         let mut label = vec![("protocol".to_owned(), config.label())];
                         if !tpcc {
                             label.push(("theta".into(), format!("{theta}")));
@@ -802,6 +824,7 @@ impl ThreadsBench {
             index,
             payload_bytes: (!workload_args.is_tpcc()).then_some(workload_args.payload_bytes),
             prefetch: None,
+            pregenerate: config.pregenerate,
             batch: config.reorder.then_some(config.batch),
             assignment: config.reorder.then(|| assignment_arg(config.assignment)),
             versions: matches!(config.protocol, ProtocolKind::MvccSi | ProtocolKind::Ssi).then_some(config.versions),

@@ -87,6 +87,33 @@ impl fmt::Display for Bound {
     }
 }
 
+/// `--pregenerate`: transactions each worker draws before the clock starts, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pregenerate(pub Option<usize>);
+
+impl FromStr for Pregenerate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let max = ordo_workload::POOL_TRANSACTIONS_MAX;
+        if s.trim() == "off" {
+            return Ok(Pregenerate(None));
+        }
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(Pregenerate(Some(n))),
+            _ => Err(format!("`{s}`: expected off or a number of transactions per worker in 1..={max}")),
+        }
+    }
+}
+
+impl fmt::Display for Pregenerate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str("off"),
+            Some(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// A session setting ordo may set or leave to the server: `server` or a number of
 /// milliseconds (at least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -293,6 +293,7 @@ mod tests {
                 index: IndexArg::Tree,
                 payload_bytes: None,
                 prefetch: None,
+                pregenerate: None,
                 batch: None,
                 assignment: None,
                 versions: None,
