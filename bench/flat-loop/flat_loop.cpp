@@ -15,9 +15,10 @@
 //   probability `read-ratio`, else a read-modify-write (value + 1, payload rewritten from the
 //   value, seq + 1); an aborted transaction is retried at once with the same keys.
 //
-// Where it is easier on itself than ordo: the keys are drawn before the clock starts (a pool of
-// transactions per thread, replayed round-robin), so key generation costs nothing here; there is
-// no history, no epoch thread and no result bookkeeping beyond two counters. With `--prefetch`
+// The keys are drawn before the clock starts (a pool of transactions per thread, replayed
+// round-robin), as ordo's workers do by default (`--pregenerate`; `off` draws as it goes).
+// Where it is easier on itself than ordo: there is no history, no epoch thread, no latency
+// histogram and no result bookkeeping beyond two counters. With `--prefetch`
 // a transaction first asks for all of its records' cache lines, as ordo's array store does.
 //
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
