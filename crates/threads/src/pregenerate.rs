@@ -3,7 +3,7 @@
 //! measured yet. A worker with a pool replays it instead of drawing; see `ordo_workload::pool`
 //! for what that changes in a run.
 
-use ordo_workload::{POOL_KEYS_MAX, POOL_TRANSACTIONS_MAX, Txn, TxnPool, WorkloadRng, rng_from_seed};
+use ordo_workload::{POOL_TRANSACTIONS_MAX, POOL_WORDS_MAX, Txn, TxnPool, WorkloadRng, rng_from_seed};
 
 use crate::config::ConfigError;
 
@@ -23,7 +23,7 @@ pub fn validate(pregenerate: Option<usize>) -> Result<(), ConfigError> {
 
 /// One pool of `count` transactions per worker (none when `count` is `None`), each drawn by
 /// `generate` from a random stream of its own, seeded apart from the worker's (which then
-/// only times backoffs). All pools together hold at most [`POOL_KEYS_MAX`] keys.
+/// only times backoffs). All pools together hold at most [`POOL_WORDS_MAX`] words.
 pub(crate) fn draw(
     count: Option<usize>,
     workers: usize,
@@ -31,7 +31,7 @@ pub(crate) fn draw(
     generate: &(dyn Fn(&mut WorkloadRng, usize, &mut Txn) + Sync),
 ) -> Vec<Option<TxnPool>> {
     let Some(count) = count else { return (0..workers).map(|_| None).collect() };
-    let keys_max = POOL_KEYS_MAX / workers.max(1);
+    let words_max = POOL_WORDS_MAX / workers.max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|worker| {
@@ -39,7 +39,7 @@ pub(crate) fn draw(
                     .name(format!("pool-{worker}"))
                     .spawn_scoped(scope, move || {
                         let mut rng = rng_from_seed(pool_seed(seed, worker));
-                        TxnPool::draw(count, keys_max, |txn| generate(&mut rng, worker, txn))
+                        TxnPool::draw(count, words_max, |txn| generate(&mut rng, worker, txn))
                     })
                     .expect("spawning a pool drawer")
             })

@@ -31,7 +31,7 @@ pub mod zipf;
 
 pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
-pub use pool::{POOL_KEYS_MAX, POOL_TRANSACTIONS_MAX, TxnPool};
+pub use pool::{POOL_TRANSACTIONS_MAX, POOL_WORDS_MAX, TxnPool};
 pub use procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
 pub use tables::{

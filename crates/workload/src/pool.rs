@@ -18,14 +18,17 @@
 //! warehouse); engines ask [`crate::TableWorkload::replayable`].
 //!
 //! Memory is bounded twice: a pool holds at most [`POOL_TRANSACTIONS_MAX`] transactions and
-//! at most the keys it was given room for, and stops drawing early when either is reached.
+//! at most the words it was given room for (its keys, and [`HEADER_WORDS`] per transaction),
+//! and stops drawing early when either is reached.
 
 use crate::procedure::{Key, Txn};
 
 /// Most transactions one pool may hold.
 pub const POOL_TRANSACTIONS_MAX: usize = 1 << 24;
-/// Most keys all of a run's pools may hold together (2 GiB of keys).
-pub const POOL_KEYS_MAX: usize = 1 << 28;
+/// Most words all of a run's pools may hold together (1 GiB).
+pub const POOL_WORDS_MAX: usize = 1 << 27;
+/// Words a pool keeps per transaction besides its keys.
+pub const HEADER_WORDS: usize = std::mem::size_of::<Drawn>().div_ceil(8);
 
 /// One drawn transaction, its keys at `keys[start..end]` of the pool.
 #[derive(Debug, Clone, Copy)]
@@ -47,16 +50,17 @@ pub struct TxnPool {
 
 impl TxnPool {
     /// Draws up to `count` transactions with `generate`, stopping early (after at least one)
-    /// once they hold `keys_max` keys.
+    /// once they take `words_max` words (keys and headers).
     ///
     /// # Panics
     /// When `count` is zero or above [`POOL_TRANSACTIONS_MAX`]: callers check the size.
-    pub fn draw(count: usize, keys_max: usize, mut generate: impl FnMut(&mut Txn)) -> TxnPool {
+    pub fn draw(count: usize, words_max: usize, mut generate: impl FnMut(&mut Txn)) -> TxnPool {
         assert!((1..=POOL_TRANSACTIONS_MAX).contains(&count), "a pool holds 1..={POOL_TRANSACTIONS_MAX} transactions");
-        let mut drawn = Vec::with_capacity(count);
+        let mut drawn = Vec::with_capacity(count.min(words_max / HEADER_WORDS).max(1));
         let mut keys = Vec::new();
         let mut txn = Txn::default();
-        while drawn.len() < count && (drawn.is_empty() || keys.len() < keys_max) {
+        let words = |drawn: &Vec<Drawn>, keys: &Vec<Key>| drawn.len() * HEADER_WORDS + keys.len();
+        while drawn.len() < count && (drawn.is_empty() || words(&drawn, &keys) < words_max) {
             generate(&mut txn);
             let start = keys.len();
             keys.extend_from_slice(&txn.keys);
@@ -69,6 +73,7 @@ impl TxnPool {
             });
         }
         keys.shrink_to_fit();
+        drawn.shrink_to_fit();
         TxnPool { drawn, keys, next: 0 }
     }
 
@@ -124,13 +129,17 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_stops_drawing_at_its_key_budget_but_holds_at_least_one() {
+    fn a_pool_stops_drawing_at_its_word_budget_but_holds_at_least_one() {
         let mut drawn = 0;
-        let pool = TxnPool::draw(100, 10, |txn| {
+        let per_transaction = 4 + HEADER_WORDS;
+        let pool = TxnPool::draw(100, 2 * per_transaction + 1, |txn| {
             drawn += 1;
             txn.keys = vec![drawn; 4];
         });
-        assert_eq!(pool.len(), 3, "4 + 4 keys are under 10, the third reaches it");
+        assert_eq!(pool.len(), 3, "two transactions are under the budget, the third reaches it");
+        // Transactions without keys still take their headers' room.
+        let empty = TxnPool::draw(POOL_TRANSACTIONS_MAX, 10 * HEADER_WORDS, |txn| txn.keys.clear());
+        assert_eq!(empty.len(), 10);
         let one = TxnPool::draw(100, 0, |txn| txn.keys = vec![1; 4]);
         assert_eq!(one.len(), 1);
         assert!(!one.is_empty());
