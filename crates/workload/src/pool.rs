@@ -5,13 +5,14 @@
 //! on the flat-array ablation a transaction takes 1-2 µs and drawing it became 8-10% of what
 //! the worker did, a cost that says nothing about concurrency control. DBx1000 draws every
 //! worker's queries before it starts the clock; a [`TxnPool`] does the same for ordo's
-//! engines: each worker draws a fixed number of transactions from its own random stream
-//! while the store loads, and in the run copies the next one out (a sequential read of a few
-//! cache lines) and wraps around at the end.
+//! engines: each worker draws a fixed number of transactions from its own random stream once
+//! the store is loaded and before the clock starts, and in the run copies the next one out (a
+//! sequential read of a few cache lines) and wraps around at the end.
 //!
 //! What this changes: the run's key frequencies are those of the pool, a sample of the exact
 //! distribution, repeated; at the default size (2^18 transactions per worker) the pool of
-//! one worker touches about four million keys at sixteen requests, so cycling it does not
+//! one worker holds about four million keys at sixteen requests (over three million distinct
+//! ones when they are uniform over ten million records), so cycling it does not
 //! turn a uniform workload over ten million records into a cached one. Only workloads whose
 //! transactions depend on nothing but the random stream may be replayed (not YCSB D and E,
 //! whose inserts take fresh keys, nor TPC-C, whose transactions are bound to a worker's
