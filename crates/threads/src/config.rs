@@ -93,7 +93,8 @@ pub struct EngineConfig {
     /// so its cache misses overlap. Not part of any protocol's paper: off by default.
     pub prefetch: bool,
     /// Transactions each worker draws before the clock starts and replays
-    /// ([`crate::pregenerate`]); `None` draws each one as it is needed.
+    /// ([`crate::pregenerate`]), for workloads that allow it (`Workload::replayable`; the
+    /// others draw each one as it is needed, as `None` does for all).
     pub pregenerate: Option<usize>,
 }
 

@@ -186,10 +186,9 @@ fn drive<P: Protocol>(
     let load_s = loading_started.elapsed().as_secs_f64();
     let protocol = &protocol;
     let threads = config.effective_threads();
-    // Every workload of the flat store draws from the random stream alone, so any may be
-    // replayed.
+    let pregenerate = config.pregenerate.filter(|_| workload.replayable());
     let generate = |rng: &mut WorkloadRng, _worker: usize, txn: &mut Txn| workload.generate(rng, txn);
-    let pools = crate::pregenerate::draw(config.pregenerate, threads, spec.seed, &generate);
+    let pools = crate::pregenerate::draw(pregenerate, threads, spec.seed, &generate);
     let micros = |d: Duration| d.as_micros() as u64;
     let window = Window::after_warmup(micros(spec.warmup), micros(spec.duration));
     let shared = Shared {

@@ -125,6 +125,18 @@ fn serializable_protocols_produce_serializable_histories() {
     }
 }
 
+/// The distinct sets of keys a history's transactions read.
+fn key_sets(history: &[ordo_history::HistoryEntry]) -> std::collections::BTreeSet<Vec<u64>> {
+    history
+        .iter()
+        .map(|entry| {
+            let mut keys: Vec<u64> = entry.reads.iter().map(|access| access.key).collect();
+            keys.sort_unstable();
+            keys
+        })
+        .collect()
+}
+
 /// A worker with a pool of one transaction runs that one over and over: with two workers a
 /// history holds at most two sets of keys (without pools, hundreds).
 #[test]
@@ -136,21 +148,59 @@ fn workers_with_pools_replay_them() {
     for pregenerate in [Some(1), None] {
         let config = EngineConfig { threads: 2, payload_bytes: 24, pregenerate, ..EngineConfig::default() };
         let report = run(&config, &workload, &spec(3, 100), |_, _| {}).unwrap();
-        let sets: std::collections::BTreeSet<Vec<u64>> = report
-            .history
-            .iter()
-            .map(|entry| {
-                let mut keys: Vec<u64> = entry.reads.iter().map(|access| access.key).collect();
-                keys.sort_unstable();
-                keys
-            })
-            .collect();
+        let sets = key_sets(&report.history);
         assert!(report.recorder.commits() > 10, "{pregenerate:?}: {} commits", report.recorder.commits());
         match pregenerate {
             Some(_) => assert!(sets.len() <= 2, "pools of one replayed {} key sets", sets.len()),
             None => assert!(sets.len() > 10, "drawing as it goes made only {} key sets", sets.len()),
         }
     }
+}
+
+/// YCSB, except that it does not let itself be replayed.
+#[derive(Debug)]
+struct Fresh(Ycsb);
+
+impl Workload for Fresh {
+    fn name(&self) -> &'static str {
+        "fresh"
+    }
+    fn procedure_names(&self) -> &'static [&'static str] {
+        self.0.procedure_names()
+    }
+    fn key_count(&self) -> u64 {
+        self.0.key_count()
+    }
+    fn initial_value(&self, key: u64) -> i64 {
+        self.0.initial_value(key)
+    }
+    fn generate(&self, rng: &mut ordo_workload::WorkloadRng, txn: &mut ordo_workload::Txn) {
+        self.0.generate(rng, txn);
+    }
+    fn step(
+        &self,
+        txn: &ordo_workload::Txn,
+        values: &[i64],
+        reads: &mut Vec<u64>,
+        writes: &mut Vec<(u64, i64)>,
+    ) -> ordo_workload::Step {
+        self.0.step(txn, values, reads, writes)
+    }
+    fn footprint(&self, txn: &ordo_workload::Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>) {
+        self.0.footprint(txn, reads, writes);
+    }
+}
+
+#[test]
+fn a_workload_that_is_not_replayable_draws_as_it_goes_whatever_the_config() {
+    let _one_at_a_time = exclusive();
+    let ycsb = Ycsb::new(YcsbConfig { records: 2000, theta: 0.9, payload_bytes: 24, ..YcsbConfig::default() }).unwrap();
+    let workload: Arc<dyn Workload> = Arc::new(Fresh(ycsb));
+    assert!(!workload.replayable());
+    let config = EngineConfig { threads: 2, payload_bytes: 24, pregenerate: Some(1), ..EngineConfig::default() };
+    let report = run(&config, &workload, &spec(3, 100), |_, _| {}).unwrap();
+    let sets = key_sets(&report.history);
+    assert!(sets.len() > 10, "a workload that is not replayable was replayed: {} key sets", sets.len());
 }
 
 /// Snapshot isolation is not serializable (the anomaly tests show its write skew), so its

@@ -112,6 +112,11 @@ impl Workload for Micro {
     }
 
     /// Layout of `txn.keys`: `[shared | read-only | write-only]`, all distinct.
+    /// Transactions are drawn from the random stream alone.
+    fn replayable(&self) -> bool {
+        true
+    }
+
     fn generate(&self, rng: &mut WorkloadRng, txn: &mut Txn) {
         txn.procedure = 0;
         txn.amount = 0;

@@ -16,7 +16,7 @@
 //! turn a uniform workload over ten million records into a cached one. Only workloads whose
 //! transactions depend on nothing but the random stream may be replayed (not YCSB D and E,
 //! whose inserts take fresh keys, nor TPC-C, whose transactions are bound to a worker's
-//! warehouse); engines ask [`crate::TableWorkload::replayable`].
+//! warehouse); engines ask `replayable` of [`crate::Workload`] and [`crate::TableWorkload`].
 //!
 //! Memory is bounded twice: a pool holds at most [`POOL_TRANSACTIONS_MAX`] transactions and
 //! at most the words it was given room for (its keys, and [`HEADER_WORDS`] per transaction),

@@ -124,6 +124,14 @@ pub trait Workload: Send + Sync + std::fmt::Debug {
     fn conserved_keys(&self) -> Option<std::ops::Range<Key>> {
         None
     }
+
+    /// Whether a transaction drawn now may run unchanged at any later time: [`Self::generate`]
+    /// depends on nothing but the random stream (no shared counter, no clock), so a worker may
+    /// draw its transactions before the run and replay them (a [`crate::TxnPool`]). False
+    /// unless a workload says so.
+    fn replayable(&self) -> bool {
+        false
+    }
 }
 
 /// Runs `txn` to completion against `read` (a synchronous store), returning its outcome and

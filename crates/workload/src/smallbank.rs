@@ -216,6 +216,11 @@ impl Workload for SmallBank {
         self.config.balance_cents_min + (splitmix64(key ^ self.config.seed.rotate_left(32)) % span) as i64
     }
 
+    /// Transactions are drawn from the random stream alone.
+    fn replayable(&self) -> bool {
+        true
+    }
+
     fn generate(&self, rng: &mut WorkloadRng, txn: &mut Txn) {
         txn.procedure = self.draw_procedure(rng);
         txn.flags = 0;

@@ -327,9 +327,8 @@ impl TableWorkload for KvTables {
         self.inner.generate(rng, txn);
     }
 
-    /// Key-value workloads draw from the random stream alone.
     fn replayable(&self) -> bool {
-        true
+        self.inner.replayable()
     }
 
     fn run(&self, txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted> {

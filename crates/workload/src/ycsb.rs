@@ -225,6 +225,11 @@ impl Workload for Ycsb {
         0
     }
 
+    /// Transactions are drawn from the random stream alone.
+    fn replayable(&self) -> bool {
+        true
+    }
+
     fn generate(&self, rng: &mut WorkloadRng, txn: &mut Txn) {
         txn.procedure = 0;
         txn.keys.clear();

@@ -296,10 +296,10 @@ impl TableWorkload for YcsbCore {
         txn.keys.extend_from_slice(&descriptors[..ops]);
     }
 
-    /// A, B, C and F (the key-value form) draw from the random stream alone; D and E take
-    /// fresh keys for their inserts from a shared counter.
+    /// A, B, C and F replay as their key-value form does; D and E take fresh keys for their
+    /// inserts from a shared counter.
     fn replayable(&self) -> bool {
-        self.kv.is_some()
+        self.kv.as_ref().is_some_and(|(_, tables)| tables.replayable())
     }
 
     fn run(&self, txn: &Txn, tx: &mut dyn Tx, scratch: &mut Scratch) -> Result<Outcome, Aborted> {
