@@ -5,7 +5,7 @@
 //
 //   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
 //   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5
-//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch]
+//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead]
 //
 // It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
 // and nothing more:
@@ -19,7 +19,9 @@
 // round-robin), as ordo's workers do by default (`--pregenerate`; `off` draws as it goes).
 // Where it is easier on itself than ordo: there is no history, no epoch thread, no latency
 // histogram and no result bookkeeping beyond two counters. With `--prefetch`
-// a transaction first asks for all of its records' cache lines, as ordo's array store does.
+// a transaction first asks for all of its records' cache lines, as ordo's array store does
+// with `--prefetch on`. With `--ahead` each access first asks for the next access's record,
+// as ordo's engine always does within a step.
 //
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
 //            an exclusive one, at the access; a busy lock aborts; writes are buffered and
@@ -78,6 +80,7 @@ struct Options {
   uint64_t pool = 1 << 20;  // transactions drawn per thread before the clock starts
   uint64_t seed = 1;
   bool prefetch = false;
+  bool ahead = false;
   bool check_zipf = false;
 };
 
@@ -146,6 +149,14 @@ class Worker {
   }
 
  private:
+  // `--ahead`: asks for the record of access `i + 1` while access `i` runs.
+  void request_next(const Txn& txn, int i) {
+    if (!options_.ahead || i + 1 >= options_.ops) return;
+    const char* line = reinterpret_cast<const char*>(&table_[txn.keys[i + 1]]);
+    __builtin_prefetch(line);
+    __builtin_prefetch(line + 64);
+  }
+
   void copy_out(const Record& r, uint64_t* value, uint64_t* seq) {
     *value = load(r.value);
     *seq = load(r.seq);
@@ -163,6 +174,7 @@ class Worker {
     int writes = 0;
     bool ok = true;
     for (int i = 0; i < options_.ops && ok; ++i) {
+      request_next(txn, i);
       Record& r = table_[txn.keys[i]];
       bool exclusive = (txn.writes >> i) & 1;
       uint64_t word = r.meta.load(std::memory_order_relaxed);
@@ -201,6 +213,7 @@ class Worker {
     int reads = 0;
     int writes = 0;
     for (int i = 0; i < options_.ops; ++i) {
+      request_next(txn, i);
       Record& r = table_[txn.keys[i]];
       uint64_t before, value, seq;
       for (;;) {
@@ -324,6 +337,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--prefetch") { o.prefetch = true; continue; }
+    if (flag == "--ahead") { o.ahead = true; continue; }
     if (flag == "--check-zipf") { o.check_zipf = true; continue; }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const char* v = argv[++i];
@@ -446,9 +460,10 @@ int main(int argc, char** argv) {
   for (auto& worker : workers) worker.join();
   uint64_t commits = end.first - start.first, aborts = end.second - start.second;
   std::printf(
-      "protocol=%s threads=%d theta=%g prefetch=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
+      "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
       "setup_s=%.2f\n",
-      options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, commits / measured_s,
+      options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? 1 : 0,
+      commits / measured_s,
       commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
       static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s);
   std::free(table);

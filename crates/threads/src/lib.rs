@@ -32,7 +32,8 @@
 //! * [`mvcc`]: multi-version SI (first committer wins) and SSI by ERMIA's Serial Safety Net,
 //!   over bounded version rings (the garbage collector is the ring).
 //! * [`serial`]: no concurrency control, one thread: the per-core bound.
-//! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down).
+//! * [`engine`]: the driver (load, workers, warm-up/measure/cool-down); within a step it asks
+//!   for the next record while it works on the current one, so their cache misses overlap.
 //! * [`batch_front`]: reorder mode's batches, shared by both drivers: sticky thread-aware
 //!   assignment and the queues the threads take their shares from.
 //! * [`config`]: protocol names and the engine's knobs, validated.
