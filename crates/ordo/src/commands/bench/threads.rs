@@ -592,9 +592,11 @@ impl ThreadsBench {
                         t.prefetch.iter().flat_map(|p| self.batches(protocol).into_iter().map(move |b| (p, b)))
                     {
                         let point = Point { protocol, threads, prefetch, index: None, batch, assignment };
-                        let EngineChoice::Flat(config) = engine_config(t, &common.workload, point)? else {
+                        let EngineChoice::Flat(mut config) = engine_config(t, &common.workload, point)? else {
                             unreachable!("a point without an index runs on the flat store");
                         };
+                        // As on tables: results say pools only where the engine replays them.
+                        config.pregenerate = config.pregenerate.filter(|_| workload.replayable());
                         check_store_fits(&config, workload.key_count())?;
                         let key =
                             (theta.to_bits(), config.label(), config.effective_threads(), prefetch, batch, assignment);
