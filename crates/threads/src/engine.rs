@@ -257,11 +257,12 @@ enum Outcome {
     UserAbort,
 }
 
-/// One attempt of `txn`. The keys of a step are independent of each other, so while one is
-/// read (or written) the next one's record is requested ([`Protocol::prefetch`]): its cache miss
-/// then overlaps this one's instead of waiting behind it (2PL's lock is an atomic
-/// read-modify-write, which waits for every earlier access to finish). Unlike `--prefetch on`
-/// it uses nothing the procedure has not asked for yet, so it is always on.
+/// One attempt of `txn`. The reads of a step are independent of each other, so while one is
+/// read the next one's record is requested ([`Protocol::prefetch`]): its cache miss then
+/// overlaps this one's instead of waiting behind it (2PL's lock is an atomic read-modify-write,
+/// which waits for every earlier access to finish). Unlike `--prefetch on` it uses nothing the
+/// procedure has not asked for yet, so it is always on. Writes are not requested ahead: most
+/// rewrite a record just read, and asking again cost 4% of a ycsb transaction's instructions.
 fn attempt<P: Protocol>(
     protocol: &P,
     worker: &mut P::Worker,
@@ -285,10 +286,7 @@ fn attempt<P: Protocol>(
                 }
             }
             Step::Commit => {
-                for (i, &(key, value)) in exec.writes.iter().enumerate() {
-                    if let Some(&(next, _)) = exec.writes.get(i + 1) {
-                        protocol.prefetch(next);
-                    }
+                for &(key, value) in &exec.writes {
                     protocol.write(worker, key, value)?;
                 }
                 protocol.commit(worker)?;
