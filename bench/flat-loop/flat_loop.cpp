@@ -5,7 +5,7 @@
 //
 //   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
 //   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5
-//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead]
+//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead] [--huge]
 //
 // It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
 // and nothing more:
@@ -21,7 +21,8 @@
 // histogram and no result bookkeeping beyond two counters. With `--prefetch`
 // a transaction first asks for all of its records' cache lines, as ordo's array store does
 // with `--prefetch on`. With `--ahead` each access first asks for the next access's record,
-// as ordo's engine always does within a step.
+// as ordo's engine always does within a step. With `--huge` the table is advised onto
+// transparent huge pages (`madvise(MADV_HUGEPAGE)`), as ordo's stores always are.
 //
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
 //            an exclusive one, at the access; a busy lock aborts; writes are buffered and
@@ -46,6 +47,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 namespace {
 
@@ -81,6 +84,7 @@ struct Options {
   uint64_t seed = 1;
   bool prefetch = false;
   bool ahead = false;
+  bool huge = false;
   bool check_zipf = false;
 };
 
@@ -338,6 +342,7 @@ Options parse(int argc, char** argv) {
     std::string flag = argv[i];
     if (flag == "--prefetch") { o.prefetch = true; continue; }
     if (flag == "--ahead") { o.ahead = true; continue; }
+    if (flag == "--huge") { o.huge = true; continue; }
     if (flag == "--check-zipf") { o.check_zipf = true; continue; }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const char* v = argv[++i];
@@ -395,6 +400,13 @@ int main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   Record* table = static_cast<Record*>(std::aligned_alloc(64, options.records * sizeof(Record)));
   if (table == nullptr) usage("could not allocate the table");
+  if (options.huge) {
+    // Whole pages only: madvise takes a page-aligned start.
+    uintptr_t first = (reinterpret_cast<uintptr_t>(table) + 4095) & ~uintptr_t{4095};
+    uintptr_t end = (reinterpret_cast<uintptr_t>(table) + options.records * sizeof(Record)) & ~uintptr_t{4095};
+    if (end > first && madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE) != 0)
+      std::perror("madvise(MADV_HUGEPAGE)");
+  }
   {
     std::vector<std::thread> loaders;
     uint64_t chunk = (options.records + options.threads - 1) / options.threads;
@@ -460,10 +472,10 @@ int main(int argc, char** argv) {
   for (auto& worker : workers) worker.join();
   uint64_t commits = end.first - start.first, aborts = end.second - start.second;
   std::printf(
-      "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
+      "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d huge=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
       "setup_s=%.2f\n",
       options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? 1 : 0,
-      commits / measured_s,
+      options.huge ? 1 : 0, commits / measured_s,
       commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
       static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s);
   std::free(table);

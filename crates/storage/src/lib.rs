@@ -46,8 +46,11 @@
 //! process's global allocator: `calloc` hands out fresh zero pages that are mapped only when
 //! touched, where mimalloc (ordo's global allocator) clears reused memory with a `memset`, which
 //! stalled a run for seconds when a chunk of gigabytes was allocated under a lock. Owning memory
-//! of another allocator takes `unsafe` on stable Rust; the module is small, every block states
-//! why it is sound, and `cargo miri test -p ordo-storage zeroed` runs its tests under Miri.
+//! of another allocator takes `unsafe` on stable Rust. The same module advises chunks of 2 MiB
+//! or more onto transparent huge pages (`madvise`, through `libc`, the crate Rust's own
+//! standard library binds the C library with): a table of millions of records or B+tree
+//! leaves otherwise costs a page walk per access. The module is small, every block states why
+//! it is sound, and `cargo miri test -p ordo-storage zeroed` runs its tests under Miri.
 //! bytemuck's `zeroed_slice_box`, used before, allocates through the global allocator. A test
 //! (`tests/arena_allocator.rs`) runs on stats_alloc's counting allocator, the small crate made
 //! for asserting what a piece of code allocates, and fails if a chunk goes through it.
@@ -57,7 +60,7 @@ pub mod index;
 pub mod records;
 pub mod schema;
 pub mod shard;
-mod zeroed;
+pub mod zeroed;
 
 /// The order of a range scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,3 +74,4 @@ pub use records::Records;
 pub use schema::{
     Column, ColumnId, ColumnType, IndexKeyFn, Schema, SchemaError, SecondaryIndex, TableId, TableSchema, chars_words,
 };
+pub use zeroed::ZeroedWords;

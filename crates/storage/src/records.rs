@@ -18,10 +18,10 @@
 //! one, so [`Records::words`] is O(1) and lock-free: a directory slot, a bounds-checked slice.
 //! Memory is never returned to the allocator while the arena lives; retired ids are recycled.
 //! Chunks come zeroed from the system allocator (calloc, module `zeroed`), so the pages of a
-//! large chunk are mapped only when first written: loading pays one page fault per 4 KiB
-//! touched (fewer with transparent huge pages, e.g. `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`),
-//! and a chunk allocated mid-run writes nothing, whatever the process allocated and freed
-//! before.
+//! large chunk are mapped only when first written, and a chunk allocated mid-run writes
+//! nothing, whatever the process allocated and freed before. A chunk of 2 MiB or more is
+//! advised onto transparent huge pages, so loading pays one page fault per 2 MiB touched
+//! instead of per 4 KiB, and a run reaches a record or an index node without a page walk.
 //!
 //! Allocation is sharded: each thread uses its own shard (see [`crate::shard`]), which holds
 //! a free list of recycled ids and a block of fresh ids taken [`FRESH_BLOCK_RECORDS`] at a

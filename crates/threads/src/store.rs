@@ -19,6 +19,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use ordo_storage::ZeroedWords;
 use ordo_workload::{Key, Value, Workload};
 
 /// Word offsets inside a record.
@@ -32,10 +33,13 @@ pub(crate) const LINE_WORDS: usize = 8;
 
 /// Zeroed words whose first one starts a cache line, so a record whose stride is a whole
 /// number of lines never shares a line with another. A record is one bounds-checked slice
-/// (`record`), and its words are then walked without further checks.
+/// (`record`), and its words are then walked without further checks. The words come from
+/// the storage crate's [`ZeroedWords`]: fresh zero pages from the C library, on transparent
+/// huge pages when the array spans one (a store of millions of records then costs no page
+/// walk per record), as the table engine's arenas are.
 #[derive(Debug)]
 pub(crate) struct Lines {
-    words: Vec<AtomicU64>,
+    words: ZeroedWords,
     /// Index in `words` of the first word on a line boundary.
     start: usize,
 }
@@ -44,7 +48,7 @@ impl Lines {
     /// `words` zeroed words (rounded up to whole lines), starting on a line boundary.
     pub(crate) fn zeroed(words: usize) -> Lines {
         let words = words.next_multiple_of(LINE_WORDS);
-        let all: Vec<AtomicU64> = std::iter::repeat_with(AtomicU64::default).take(words + LINE_WORDS - 1).collect();
+        let all = ZeroedWords::new(words + LINE_WORDS - 1);
         let line = LINE_WORDS * std::mem::size_of::<AtomicU64>();
         let start = all.as_ptr().addr().next_multiple_of(line).wrapping_sub(all.as_ptr().addr())
             / std::mem::size_of::<AtomicU64>();
