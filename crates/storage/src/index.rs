@@ -74,6 +74,16 @@ impl PrimaryIndex {
         }
     }
 
+    /// See [`OrderedIndex::prefetch`]; a dense index has nothing to load and reports each key
+    /// it holds at once.
+    #[inline]
+    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(u64)) {
+        match self {
+            PrimaryIndex::Ordered(index) => index.prefetch(keys, found),
+            PrimaryIndex::Dense(index) => keys.iter().filter_map(|&key| index.get(key).ok()).for_each(&mut found),
+        }
+    }
+
     /// See [`OrderedIndex::insert`]; a dense index refuses every insert.
     pub fn insert(&self, key: u64, value: u64) -> Result<Inserted, InsertError> {
         match self {

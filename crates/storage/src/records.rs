@@ -190,11 +190,14 @@ impl Records {
         chunk.words.get(start..start + self.stride_words)
     }
 
-    /// A hint that record `id` will be read soon. Without `unsafe` there is no prefetch
-    /// instruction to issue, so this does nothing; it marks the places where one belongs.
+    /// A hint that record `id` will be read soon: asks for each of its cache lines (see
+    /// [`crate::prefetch`]). An id beyond the arena is ignored, so a hint may come from an
+    /// unvalidated read.
     #[inline]
     pub fn prefetch(&self, id: u64) {
-        let _ = id;
+        if let Some(words) = self.get(id) {
+            crate::prefetch::lines(words);
+        }
     }
 
     /// The high-water mark of the arena: every id ever handed out is below it (ids taken in

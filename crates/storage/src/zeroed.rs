@@ -16,8 +16,9 @@
 //! (`madvise(MADV_HUGEPAGE)` on Linux), which many kernels, this machine's included, grant only
 //! to memory that asks. A B+tree leaf or a record of a table of millions is then one TLB entry
 //! among a few hundred instead of one page walk per access: on 10M ycsb records behind the
-//! ordered index, Silo on one thread ran 47-54K transactions per second on 4 KiB pages and
-//! 67-69K on huge pages (BENCHMARKS.md, "Huge pages"). The advice is a hint: a kernel without
+//! ordered index, Silo on one thread ran 57K transactions per second on 4 KiB pages and 74K
+//! on huge pages (medians of three interleaved runs; BENCHMARKS.md, "Huge pages and group
+//! prefetching"). The advice is a hint: a kernel without
 //! transparent huge pages refuses it, and the memory stays on small pages, zeroed as before.
 //!
 //! `Box<[AtomicU64]>` cannot hold memory of another allocator on stable Rust, so this module

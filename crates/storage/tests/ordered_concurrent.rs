@@ -133,6 +133,13 @@ fn reader(index: &OrderedIndex, reader_id: usize, seed: u64, done: &AtomicBool) 
         if stable(probe) {
             assert_eq!(index.get(probe), Ok(value_of(probe)), "stable key {probe} not found");
         }
+        // A prefetch hint races the writers' splits and unlinks: it may report stale values
+        // (its reads are not validated), but it must neither fail nor report more values than
+        // it was given keys.
+        let hinted: Vec<u64> = (0..24).map(|_| rng.random_range(0..KEYS + 10)).collect();
+        let mut reports = 0;
+        index.prefetch(&hinted, |_| reports += 1);
+        assert!(reports <= hinted.len());
     }
     scans
 }

@@ -12,6 +12,9 @@ enum Op {
     Insert(u64, u64),
     Remove(u64, bool),
     Get(u64),
+    /// A prefetch hint for these keys: on a quiescent tree it reports exactly the values of
+    /// the present ones, in order.
+    Prefetch(Vec<u64>),
     /// Inserts `count` keys `start, start + step, ..` (fills and splits leaves).
     InsertRun {
         start: u64,
@@ -50,6 +53,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (key(), any::<u64>()).prop_map(|(key, value)| Op::Insert(key, value)),
         4 => (key(), any::<bool>()).prop_map(|(key, right_value)| Op::Remove(key, right_value)),
         2 => key().prop_map(Op::Get),
+        1 => prop::collection::vec(key(), 0..40).prop_map(Op::Prefetch),
         1 => (0u64..3000, 1u64..4, 1u64..400).prop_map(|(start, step, count)| Op::InsertRun { start, step, count }),
         1 => (0u64..3000, 1u64..600).prop_map(|(start, len)| Op::RemoveRun { start, len }),
         2 => (key(), key(), direction(), 0usize..80)
@@ -116,6 +120,12 @@ fn run(ops: &[Op], index: &OrderedIndex, model: &mut BTreeMap<u64, u64>) -> Resu
                 }
                 (found, expected) => prop_assert!(false, "get {}: index {:?}, model {:?}", key, found, expected),
             },
+            Op::Prefetch(ref keys) => {
+                let mut reported = Vec::new();
+                index.prefetch(keys, |value| reported.push(value));
+                let expected: Vec<u64> = keys.iter().filter_map(|key| model.get(key).copied()).collect();
+                prop_assert_eq!(reported, expected, "prefetch {:?}", keys);
+            }
             Op::Scan { low, high, direction, limit } => {
                 let mut seen = Vec::new();
                 let mut leaves: Vec<LeafVersion> = Vec::new();

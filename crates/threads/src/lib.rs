@@ -48,8 +48,9 @@
 //! and the tests drive two transactions by hand through the isolation anomalies.
 //!
 //! All synchronization is on atomics (seqlock-style optimistic reads validated by re-reading
-//! the protocol word, as Silo does). The crate's one `unsafe` block is the prefetch hint in
-//! [`store`] (`_mm_prefetch`, which reads and writes no memory), allowed there alone.
+//! the protocol word, as Silo does). The crate has no `unsafe`: the prefetch hint and the
+//! zeroed, huge-page arrays its stores sit on come from `ordo-storage`'s two small modules
+//! that allow it (`prefetch`, `zeroed`).
 
 pub mod batch_front;
 pub mod config;

@@ -46,12 +46,13 @@
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 use ordo_history::HistoryEntry;
+use ordo_storage::prefetch;
 use ordo_workload::{Key, Value, Workload};
 use parking_lot::Mutex;
 
 use crate::kit::{self, LOCK};
 use crate::protocol::{Abort, Protocol, Recording, Spin, WriteSet};
-use crate::store::{LINE_WORDS, Lines, parallel_for, payload_word, payload_words, prefetch};
+use crate::store::{LINE_WORDS, Lines, parallel_for, payload_word, payload_words};
 
 /// Versions kept per record unless configured otherwise.
 pub const VERSIONS_DEFAULT: usize = 4;
@@ -263,7 +264,7 @@ impl Protocol for Mvcc {
 
     #[inline]
     fn prefetch(&self, key: Key) {
-        prefetch(self.head(key));
+        prefetch::line(self.head(key));
         Lines::prefetch(self.record(key));
     }
 

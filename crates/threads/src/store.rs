@@ -61,10 +61,10 @@ impl Lines {
         &self.words[self.start + first..self.start + first + len]
     }
 
-    /// Starts loading every line of `record` (see [`prefetch`]).
+    /// Starts loading every line of `record` (see [`ordo_storage::prefetch`]).
     #[inline]
     pub(crate) fn prefetch(record: &[AtomicU64]) {
-        record.iter().step_by(LINE_WORDS).for_each(prefetch);
+        ordo_storage::prefetch::lines(record);
     }
 }
 
@@ -78,22 +78,6 @@ pub fn payload_words(payload_bytes: usize) -> usize {
 #[inline]
 pub(crate) fn payload_word(value: Value, index: usize) -> u64 {
     (value as u64) ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// Asks the CPU to start loading the cache line holding `item` (a hint: it reads and writes
-/// no memory; a no-op on targets without a prefetch instruction).
-#[inline]
-pub(crate) fn prefetch<T>(item: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch has no effect on
-    // memory, and the address is that of a live reference.
-    #[allow(unsafe_code)]
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(item).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
 }
 
 /// Runs `init(key)` for every key of `0..keys` on up to `threads` threads.

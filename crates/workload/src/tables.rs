@@ -88,6 +88,12 @@ pub trait Tx {
         visit: &mut dyn FnMut(u64, &[u64]) -> bool,
     ) -> Result<usize, Aborted>;
 
+    /// A hint that the attempt will soon [`Tx::get`] these keys of `table` (the reads of a
+    /// step, known together): an engine may start loading their index nodes and rows, so
+    /// that their cache misses overlap instead of following one another. It reads and
+    /// changes nothing the transaction can observe; engines without the hint ignore it.
+    fn prefetch(&mut self, _table: TableId, _keys: &[u64]) {}
+
     /// Whether the engine uses [`Tx::get`]'s `for_update` hint (so a workload may skip
     /// computing it).
     fn wants_update_hints(&self) -> bool {
@@ -187,6 +193,11 @@ impl<'a, T: Tx + ?Sized> Maintained<'a, T> {
 }
 
 impl<T: Tx + ?Sized> Tx for Maintained<'_, T> {
+    #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.inner.prefetch(table, keys);
+    }
+
     #[inline]
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
         self.inner.get(table, key, row, for_update)
@@ -344,6 +355,9 @@ impl TableWorkload for KvTables {
             scratch.keys.clear();
             match self.inner.step(txn, &scratch.values, &mut scratch.keys, &mut scratch.writes) {
                 Step::Read => {
+                    if scratch.keys.len() > 1 {
+                        tx.prefetch(KV_TABLE, &scratch.keys);
+                    }
                     for &key in &scratch.keys {
                         let for_update = hints && scratch.more_keys.contains(&key);
                         let present = tx.get(KV_TABLE, key, &mut scratch.row, for_update)?;

@@ -224,7 +224,7 @@ impl<'a> Node<'a> {
     #[inline]
     pub fn lower_bound(self, count: usize, key: u64) -> usize {
         self.touch_lines();
-        self.words[KEYS..KEYS + count].partition_point(|probe| probe.load(Ordering::Relaxed) < key)
+        self.lower_bound_untouched(count, key)
     }
 
     /// The number of the first `count` keys that are `<= key`: in an inner node, the child
@@ -232,7 +232,26 @@ impl<'a> Node<'a> {
     #[inline]
     pub fn upper_bound(self, count: usize, key: u64) -> usize {
         self.touch_lines();
+        self.upper_bound_untouched(count, key)
+    }
+
+    /// [`Node::lower_bound`] without touching the node's lines first: for a node whose lines
+    /// were asked for already ([`Node::prefetch`]).
+    #[inline]
+    pub fn lower_bound_untouched(self, count: usize, key: u64) -> usize {
+        self.words[KEYS..KEYS + count].partition_point(|probe| probe.load(Ordering::Relaxed) < key)
+    }
+
+    /// [`Node::upper_bound`] without touching the node's lines first.
+    #[inline]
+    pub fn upper_bound_untouched(self, count: usize, key: u64) -> usize {
         self.words[KEYS..KEYS + count].partition_point(|probe| probe.load(Ordering::Relaxed) <= key)
+    }
+
+    /// Asks the CPU for every line of the node (a hint, see [`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(self) {
+        crate::prefetch::lines(self.words);
     }
 
     /// Loads one word of every cache line of the node after the first, each load independent

@@ -91,6 +91,10 @@ use crate::shard::ShardedCounter;
 /// node fills up only through splits of its children, so this depth takes more than
 /// `INNER_KEYS_MAX ^ (DEPTH_MAX - 2)` inserts; a descent that gets this deep is a bug.
 pub const DEPTH_MAX: usize = 32;
+/// Descents a [`OrderedIndex::prefetch`] runs side by side: enough to cover a miss's latency
+/// with the group's other searches, few enough that the lines asked for fit the core's
+/// outstanding misses a round later.
+pub const PREFETCH_GROUP: usize = 16;
 /// Records reserved in the node arena beyond what the capacity hint needs.
 const NODES_SPARE: u64 = 64;
 
@@ -263,6 +267,47 @@ impl OrderedIndex {
                 }
             }
             backoff.snooze();
+        }
+    }
+
+    /// A hint that `keys` will be looked up soon: runs their descents side by side, one level
+    /// at a time, each asking for the lines of the child it will read next, then calls
+    /// `found(value)` for every key its leaf holds (so the caller can ask for the record too).
+    ///
+    /// One descent alone waits for each level's node before it can choose the next; the
+    /// descents of a group wait together, since a node asked for in one round is read in the
+    /// next, after the rest of the group's searches (Chen, Ailamaki, Gibbons and Mowry, "Improving
+    /// Hash Join Performance through Prefetching", ICDE 2004, call this group prefetching). The
+    /// reads are not validated: a hint that races a split or a retire may ask for the wrong
+    /// lines or report a stale value, which costs time, never correctness (callers look the key
+    /// up properly afterwards, and record arenas ignore ids they do not hold).
+    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(u64)) {
+        let Some(root) = self.node(self.root.load(Ordering::Acquire)) else { return };
+        let height = root.level();
+        for group in keys.chunks(PREFETCH_GROUP) {
+            let mut at = [root; PREFETCH_GROUP];
+            for level in (1..=height).rev() {
+                for (node, &key) in at.iter_mut().zip(group) {
+                    // A node of another level than its round's was changed under this hint
+                    // (the tree grew or shrank): the hint for this key ends here.
+                    if node.level() == level {
+                        let child = node.upper_bound_untouched(node.inner_count(), key);
+                        if let Some(next) = self.node(node.child(child)) {
+                            next.prefetch();
+                            *node = next;
+                        }
+                    }
+                }
+            }
+            for (leaf, &key) in at.iter().zip(group) {
+                if leaf.level() == 0 {
+                    let count = leaf.leaf_count();
+                    let position = leaf.lower_bound_untouched(count, key);
+                    if position < count && leaf.key(position) == key {
+                        found(leaf.value(position));
+                    }
+                }
+            }
         }
     }
 

@@ -180,6 +180,13 @@ impl Table {
         self.records.words(rid)
     }
 
+    /// A hint that `keys` will be read soon: asks for their index nodes and records (see
+    /// [`OrderedIndex::prefetch`]). Changes nothing a transaction can observe.
+    #[inline]
+    pub fn prefetch(&self, keys: &[u64]) {
+        self.index.prefetch(keys, |rid| self.records.prefetch(rid));
+    }
+
     /// The version arena of a multi-version table.
     ///
     /// # Panics

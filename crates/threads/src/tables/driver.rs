@@ -944,6 +944,11 @@ struct Counted<T> {
 
 impl<T: Tx> Tx for Counted<T> {
     #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.inner.prefetch(table, keys);
+    }
+
+    #[inline]
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
         let present = self.inner.get(table, key, row, for_update)?;
         self.rows.point_reads += u64::from(present);

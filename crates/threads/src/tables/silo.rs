@@ -524,6 +524,11 @@ impl Drop for SiloTx<'_> {
 }
 
 impl Tx for SiloTx<'_> {
+    #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.silo.db.table(table).prefetch(keys);
+    }
+
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
         if let Some(present) = self.worker.writes.own_get(table, key, row) {
             return Ok(present);

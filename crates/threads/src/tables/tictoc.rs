@@ -570,6 +570,11 @@ impl Drop for TicTocTx<'_> {
 }
 
 impl Tx for TicTocTx<'_> {
+    #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.tictoc.db.table(table).prefetch(keys);
+    }
+
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
         if let Some(present) = self.worker.writes.own_get(table, key, row) {
             return Ok(present);

@@ -619,6 +619,11 @@ impl Drop for TwoPhaseTx<'_> {
 }
 
 impl Tx for TwoPhaseTx<'_> {
+    #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.two_phase.db.table(table).prefetch(keys);
+    }
+
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
         if let Some(present) = self.worker.writes.own_get(table, key, row) {
             return Ok(present);

@@ -193,6 +193,11 @@ impl MvccTx<'_> {
 }
 
 impl Tx for MvccTx<'_> {
+    #[inline]
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.mvcc.db.table(table).prefetch(keys);
+    }
+
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
         interleave::point();
         if let Some(i) = self.worker.find_write(table, key) {

@@ -65,6 +65,10 @@ impl<T: Tx> Recorded<T> {
 }
 
 impl<T: Tx> Tx for Recorded<T> {
+    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
+        self.inner.prefetch(table, keys);
+    }
+
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {
         interleave::point();
         let present = self.inner.get(table, key, row, for_update)?;
