@@ -71,6 +71,13 @@
 //! at the high end, remove at the low end) runs in bounded space. A root left with a single
 //! child hands the root over to that child, so the height shrinks again after mass removals.
 //!
+//! ## Prefetch hints
+//! [`OrderedIndex::prefetch`] takes the keys a caller is about to look up and walks their
+//! descents in groups, level by level: each round searches every descent's node (asked for in
+//! the round before) and asks for the child it chose, so the group's misses on a level overlap
+//! where single descents would take them one after another. The hint validates nothing and
+//! returns nothing a caller relies on; the real lookups follow and find the lines in cache.
+//!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
 //! before them all (prepend): then the new key starts a leaf of its own and the full leaf stays

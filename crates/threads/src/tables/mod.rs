@@ -12,7 +12,11 @@
 //!     PrimaryIndex    key -> record id (B+tree with leaf versions, or a dense array)
 //! ```
 //!
-//! * [`database`]: tables, their record layout, parallel loading, and quiescent dumps.
+//! * [`database`]: tables, their record layout, parallel loading, and quiescent dumps;
+//!   [`database::Table::prefetch`], which every protocol's `Tx::prefetch` calls with the keys
+//!   of a step (a workload passes them before it reads them, as `KvTables` does): the index
+//!   descents of the group run side by side and ask for each node and record before reading
+//!   it, so their cache misses overlap (`OrderedIndex::prefetch`).
 //! * [`silo`]: Silo (Tu et al., SOSP 2013) over tables: TID words, read sets, node sets
 //!   (§4.6) for absent keys and scans, inserts through absent placeholder records, deletes
 //!   through tombstones, and epoch-deferred reclamation of both.
