@@ -81,7 +81,7 @@ pub use super::reclaim::RECLAIM_PER_BEGIN_MAX;
 use super::reclaim::{Claim, Reclaimer};
 use super::scan::{Range, scan_merged};
 use super::trace::Trace;
-use super::writes::{WriteBuffer, WriteKind, install, next_version};
+use super::writes::{RECENT_READS, WriteBuffer, WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
@@ -504,6 +504,24 @@ impl SiloTx<'_> {
         }
     }
 
+    /// [`Self::locate`] for a put. A key among the attempt's last [`RECENT_READS`] reads keeps
+    /// the record that read found, so the index is not searched a second time (a
+    /// read-modify-write would otherwise descend the tree twice). The attempt's epoch pin keeps
+    /// that record from being recycled; if it was deleted or replaced since the read, the
+    /// read's validation fails at commit.
+    fn locate_written(&mut self, table_id: TableId, key: u64) -> Option<(u64, u64, u64)> {
+        let recent =
+            self.worker.reads.iter().rev().take(RECENT_READS).find(|read| read.table == table_id && read.key == key);
+        let Some(&ReadEntry { rid, .. }) = recent else { return self.locate(table_id, key, false) };
+        let table = self.silo.db.table(table_id);
+        match read_record(table, rid, None) {
+            Some((meta, seq)) => Some((rid, meta, seq)),
+            // Dead: deleted and unlinked since the read (which fails validation at commit);
+            // the index knows what holds the key now.
+            None => self.locate(table_id, key, false),
+        }
+    }
+
     fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
         let version = seq & VERSION_MASK;
         if seq & ABSENT == 0 {
@@ -546,7 +564,7 @@ impl Tx for SiloTx<'_> {
         if let Some(present) = self.worker.writes.own_put(table, key, row) {
             return Ok(present);
         }
-        let Some((rid, meta, seq)) = self.locate(table, key, false) else { return Ok(false) };
+        let Some((rid, meta, seq)) = self.locate_written(table, key) else { return Ok(false) };
         if seq & ABSENT != 0 {
             self.note_read(table, key, rid, meta, seq);
             return Ok(false);

@@ -25,6 +25,11 @@ use ordo_storage::TableId;
 use super::database::{ABSENT, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK};
 use super::trace::WriteEffect;
 
+/// Reads an optimistic protocol searches, newest first, for the record of a key it is about
+/// to put (Silo and TicToc): a read-modify-write's put follows its read closely, and a bound
+/// keeps the search short in attempts that read thousands of rows.
+pub const RECENT_READS: usize = 32;
+
 /// What a buffered write does, and what it needs at commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {
