@@ -17,13 +17,13 @@
 //! to memory that asks. A B+tree leaf or a record of a table of millions is then one TLB entry
 //! among a few hundred instead of one page walk per access: on 10M ycsb records behind the
 //! ordered index, Silo on one thread ran 57K transactions per second on 4 KiB pages and 74K
-//! on huge pages (medians of three interleaved runs; BENCHMARKS.md, "Huge pages and group
-//! prefetching"). The advice is a hint: a kernel without
+//! on huge pages (medians of three interleaved runs; BENCHMARKS.md, "The index's cost: huge
+//! pages and group prefetching"). The advice is a hint: a kernel without
 //! transparent huge pages refuses it, and the memory stays on small pages, zeroed as before.
 //!
 //! `Box<[AtomicU64]>` cannot hold memory of another allocator on stable Rust, so this module
-//! owns the allocation itself; it is the storage crate's only `unsafe` code, and `cargo miri
-//! test -p ordo-storage zeroed` checks it (Miri skips the advice, a system call it does not
+//! owns the allocation itself; it is one of the storage crate's two `unsafe` modules (the
+//! other is [`crate::prefetch`]), and `cargo miri test -p ordo-storage zeroed` checks it (Miri skips the advice, a system call it does not
 //! model).
 #![allow(unsafe_code)]
 
