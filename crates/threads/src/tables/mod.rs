@@ -26,7 +26,10 @@
 //! * [`two_phase`]: 2PL, `no_wait` or `wait_die`, with next-key locking (ARIES/KVL) and an
 //!   end-of-table lock per table for phantoms.
 //! * [`serial`]: one worker, no concurrency control: the per-core bound.
-//! * What they share: [`writes`] (the write buffer and an attempt's own view of it, installs),
+//! * What they share: `optimistic` (Silo's and TicToc's common part: the seqlock read, the
+//!   read, node and write sets, get, put, insert, delete and scan on them, locking and
+//!   releasing the write set; each keeps its own validation, timestamps and meta word),
+//!   [`writes`] (the write buffer and an attempt's own view of it, installs),
 //!   [`scan`] (a range scan merged with own writes, for the protocols that read without
 //!   locks), [`reclaim`] (tombstones and aborted placeholders leave the index an epoch later),
 //!   [`trace`] (histories), [`protocol`] (the interface the driver and tests use).
@@ -77,6 +80,7 @@ pub mod driver;
 pub mod durable;
 pub mod epoch;
 pub mod mvcc;
+mod optimistic;
 pub mod protocol;
 pub mod reclaim;
 pub mod scan;

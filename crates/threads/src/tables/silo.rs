@@ -66,22 +66,20 @@ use std::sync::atomic::{Ordering, fence};
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
-use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
+use ordo_storage::{Direction, TableId};
 use ordo_workload::{Aborted, Tx};
 
 use crate::interleave;
-use crate::protocol::Spin;
 
-use super::database::{
-    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record,
-};
+use super::database::{Database, Index, LoadError, META_WORD, Table};
 use super::epoch::Epochs;
+use super::optimistic::{MetaWord, Sets, lock_live_record};
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
+use super::reclaim::Claim;
 pub use super::reclaim::RECLAIM_PER_BEGIN_MAX;
-use super::reclaim::{Claim, Reclaimer};
-use super::scan::{Range, scan_merged};
+use super::scan::Range;
 use super::trace::Trace;
-use super::writes::{RECENT_READS, WriteBuffer, WriteKind, install, next_version};
+use super::writes::{WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 
 /// Silo's epoch period.
@@ -121,114 +119,39 @@ pub struct SiloFaults {
     pub ignore_foreign_locks: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ReadEntry {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    meta: u64,
+/// Silo's meta word, for the optimistic kit.
+struct Tid;
+
+impl MetaWord for Tid {
+    const LOCK: u64 = LOCK;
+    const DEAD: u64 = DEAD;
+    const YIELD_ON_ACCESS: bool = false;
+
+    fn same_state(before: u64, after: u64) -> bool {
+        before == after
+    }
+
+    fn placeholder_meta(_table: &Table) -> u64 {
+        INITIAL_META
+    }
 }
 
 /// A worker's state, reused by every attempt.
 #[derive(Debug)]
 pub struct SiloWorker {
-    reads: Vec<ReadEntry>,
-    nodes: Vec<(TableId, LeafVersion)>,
-    writes: WriteBuffer,
-    reclaimer: Reclaimer,
-    locked: usize,
+    sets: Sets,
     last_tid: u64,
-    row: Vec<u64>,
-    in_range: Vec<usize>,
-    trace: Trace,
 }
 
 impl SiloWorker {
     /// The history recorded so far.
     pub fn history(&mut self) -> &mut Vec<HistoryEntry> {
-        self.trace.entries()
+        self.sets.trace.entries()
     }
 
     /// Reclamation candidates waiting for their epoch to pass.
     pub fn pending_reclaims(&self) -> usize {
-        self.reclaimer.len()
-    }
-
-    fn clear_attempt(&mut self) {
-        self.reads.clear();
-        self.nodes.clear();
-        self.writes.clear();
-        self.reclaimer.forget_created();
-        self.locked = 0;
-        self.trace.clear();
-    }
-}
-
-/// Records `leaf` in a node set (once in a row).
-fn note_leaf(nodes: &mut Vec<(TableId, LeafVersion)>, table: TableId, leaf: LeafVersion) {
-    if nodes.last() != Some(&(table, leaf)) {
-        nodes.push((table, leaf));
-    }
-}
-
-/// A consistent `(meta, seq)` of record `rid`, copying its row into `row` when given and the
-/// record is present; `None` if the record is dead (reclaimed: look the key up again).
-fn read_record(table: &Table, rid: u64, mut row: Option<&mut [u64]>) -> Option<(u64, u64)> {
-    let words = table.record(rid);
-    let mut spin = Spin::default();
-    loop {
-        let before = words[META_WORD].load(Ordering::Acquire);
-        if before & LOCK != 0 {
-            spin.wait();
-            continue;
-        }
-        if before & DEAD != 0 {
-            return None;
-        }
-        let seq = words[SEQ_WORD].load(Ordering::Relaxed);
-        if seq & ABSENT == 0
-            && let Some(row) = row.as_deref_mut()
-        {
-            for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
-                *out = word.load(Ordering::Relaxed);
-            }
-        }
-        fence(Ordering::Acquire);
-        if words[META_WORD].load(Ordering::Relaxed) == before {
-            return Some((before, seq));
-        }
-    }
-}
-
-/// Locks record `words` unless it is dead (then `None`); returns the meta word it had.
-fn lock_live_record(words: &[std::sync::atomic::AtomicU64]) -> Option<u64> {
-    let mut spin = Spin::default();
-    loop {
-        let meta = words[META_WORD].load(Ordering::Relaxed);
-        if meta & DEAD != 0 {
-            return None;
-        }
-        if meta & LOCK == 0
-            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-        {
-            return Some(meta);
-        }
-        spin.wait();
-    }
-}
-
-/// Locks record `words` (spinning; callers lock in a global order, so there is no deadlock)
-/// and returns the meta word it had.
-fn lock_record(words: &[std::sync::atomic::AtomicU64]) -> u64 {
-    let mut spin = Spin::default();
-    loop {
-        let meta = words[META_WORD].load(Ordering::Relaxed);
-        if meta & LOCK == 0
-            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-        {
-            return meta;
-        }
-        spin.wait();
+        self.sets.reclaimer.len()
     }
 }
 
@@ -268,23 +191,13 @@ impl SiloTables {
 
     fn worker_with(options: WorkerOptions) -> SiloWorker {
         assert!(options.workers <= TABLE_WORKERS_MAX, "{} workers, at most {TABLE_WORKERS_MAX}", options.workers);
-        SiloWorker {
-            reads: Vec::new(),
-            nodes: Vec::new(),
-            writes: WriteBuffer::default(),
-            reclaimer: Reclaimer::default(),
-            locked: 0,
-            last_tid: 0,
-            row: Vec::new(),
-            in_range: Vec::new(),
-            trace: Trace::new(options.index, options.workers, options.record_history),
-        }
+        SiloWorker { sets: Sets::new(Trace::new(options.index, options.workers, options.record_history)), last_tid: 0 }
     }
 
     /// Starts an attempt on `worker` (after reclaiming what is due). The attempt holds an
     /// epoch guard until it commits, aborts or is dropped (dropping aborts).
     pub fn begin<'a>(&'a self, worker: &'a mut SiloWorker) -> SiloTx<'a> {
-        worker.clear_attempt();
+        worker.sets.clear();
         let guard = pin();
         self.reclaim(worker, &guard, false);
         SiloTx { silo: self, worker, guard, done: false }
@@ -299,12 +212,12 @@ impl SiloTables {
     /// Reclaims up to [`RECLAIM_PER_BEGIN_MAX`] candidates at least one epoch old (all, when
     /// `everything`).
     fn reclaim(&self, worker: &mut SiloWorker, guard: &Guard, everything: bool) {
-        worker.reclaimer.reclaim(
+        worker.sets.reclaimer.reclaim(
             &self.db,
             guard,
             everything,
             |words| {
-                let claim = lock_live_record(words).map_or(Claim::Dead, Claim::Locked);
+                let claim = lock_live_record::<Tid>(words).map_or(Claim::Dead, Claim::Locked);
                 interleave::point();
                 claim
             },
@@ -352,7 +265,7 @@ impl TableProtocol for SiloTables {
     }
 
     fn trace(worker: &mut SiloWorker) -> &mut Trace {
-        &mut worker.trace
+        &mut worker.sets.trace
     }
 
     fn quiesce(&self, worker: &mut SiloWorker) {
@@ -371,8 +284,8 @@ pub struct SiloTx<'a> {
 impl std::fmt::Debug for SiloTx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SiloTx")
-            .field("writes", &self.worker.writes.entries.len())
-            .field("reads", &self.worker.reads.len())
+            .field("writes", &self.worker.sets.writes.entries.len())
+            .field("reads", &self.worker.sets.reads.len())
             .finish()
     }
 }
@@ -396,33 +309,16 @@ impl SiloTx<'_> {
 
     /// Unlocks what commit locked and hands this attempt's placeholders to reclamation.
     fn release(&mut self) {
-        let worker = &mut *self.worker;
-        for write in &worker.writes.entries[..worker.locked] {
-            let words = self.silo.db.table(write.table).record(write.rid);
-            words[META_WORD].store(write.locked_meta, Ordering::Release);
-        }
-        worker.reclaimer.abandon_created(self.silo.epoch());
-        worker.clear_attempt();
+        self.worker.sets.release(&self.silo.db, self.silo.epoch());
     }
 
     fn try_commit(&mut self) -> Result<Committed, Aborted> {
         let db = &self.silo.db;
-        let worker = &mut *self.worker;
-        worker.writes.sort();
-        for i in 0..worker.writes.entries.len() {
-            let write = &mut worker.writes.entries[i];
-            let words = db.table(write.table).record(write.rid);
-            write.locked_meta = lock_record(words);
-            worker.locked = i + 1;
-            let absent = words[SEQ_WORD].load(Ordering::Relaxed) & ABSENT != 0;
-            if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
-                return Err(Aborted);
-            }
-            interleave::point();
-        }
+        let SiloWorker { sets: worker, last_tid } = &mut *self.worker;
+        worker.lock_writes::<Tid>(db, true)?;
         fence(Ordering::SeqCst);
         let epoch = self.silo.epoch();
-        let mut tid_max = worker.last_tid;
+        let mut tid_max = *last_tid;
         let faults = self.silo.faults;
         for read in &worker.reads {
             let meta = db.table(read.table).record(read.rid)[META_WORD].load(Ordering::Acquire);
@@ -471,65 +367,14 @@ impl SiloTx<'_> {
             interleave::point();
         }
         worker.locked = 0;
-        worker.last_tid = tid;
+        *last_tid = tid;
         // Silo's TIDs follow write-read and write-write dependencies but not anti-dependencies,
         // so they are no serial order: the history carries no timestamp.
         worker.trace.committed(None);
         // An own insert deleted again left its placeholder absent: reclaim it like a tombstone.
         worker.reclaimer.settle_created(db, epoch);
-        worker.clear_attempt();
+        worker.clear();
         Ok(Committed { epoch })
-    }
-
-    /// Looks `key` up: `Ok(Some((rid, meta, seq)))` for a record, `Ok(None)` for no record
-    /// (its leaf noted in the node set); reads the row into the worker's row buffer if asked.
-    fn locate(&mut self, table_id: TableId, key: u64, copy_row: bool) -> Option<(u64, u64, u64)> {
-        let table = self.silo.db.table(table_id);
-        let worker = &mut *self.worker;
-        worker.row.resize(table.row_words, 0);
-        loop {
-            match table.index.get(key) {
-                Err(leaf) => {
-                    note_leaf(&mut worker.nodes, table_id, leaf);
-                    worker.trace.absent(table_id, key);
-                    return None;
-                }
-                Ok(rid) => {
-                    let row = copy_row.then_some(&mut worker.row[..]);
-                    if let Some((meta, seq)) = read_record(table, rid, row) {
-                        return Some((rid, meta, seq));
-                    }
-                }
-            }
-        }
-    }
-
-    /// [`Self::locate`] for a put. A key among the attempt's last [`RECENT_READS`] reads keeps
-    /// the record that read found, so the index is not searched a second time (a
-    /// read-modify-write would otherwise descend the tree twice). The attempt's epoch pin keeps
-    /// that record from being recycled; if it was deleted or replaced since the read, the
-    /// read's validation fails at commit.
-    fn locate_written(&mut self, table_id: TableId, key: u64) -> Option<(u64, u64, u64)> {
-        let recent =
-            self.worker.reads.iter().rev().take(RECENT_READS).find(|read| read.table == table_id && read.key == key);
-        let Some(&ReadEntry { rid, .. }) = recent else { return self.locate(table_id, key, false) };
-        let table = self.silo.db.table(table_id);
-        match read_record(table, rid, None) {
-            Some((meta, seq)) => Some((rid, meta, seq)),
-            // Dead: deleted and unlinked since the read (which fails validation at commit);
-            // the index knows what holds the key now.
-            None => self.locate(table_id, key, false),
-        }
-    }
-
-    fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
-        let version = seq & VERSION_MASK;
-        if seq & ABSENT == 0 {
-            self.worker.trace.read(table, key, version);
-        } else {
-            self.worker.trace.absent_at(table, key, version);
-        }
-        self.worker.reads.push(ReadEntry { table, key, rid, meta });
     }
 }
 
@@ -548,135 +393,30 @@ impl Tx for SiloTx<'_> {
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
-        if let Some(present) = self.worker.writes.own_get(table, key, row) {
-            return Ok(present);
-        }
-        let Some((rid, meta, seq)) = self.locate(table, key, true) else { return Ok(false) };
-        self.note_read(table, key, rid, meta, seq);
-        if seq & ABSENT != 0 {
-            return Ok(false);
-        }
-        row.copy_from_slice(&self.worker.row[..row.len()]);
-        Ok(true)
+        Ok(self.worker.sets.get::<Tid>(&self.silo.db, table, key, row))
     }
 
     fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(present) = self.worker.writes.own_put(table, key, row) {
-            return Ok(present);
-        }
-        let Some((rid, meta, seq)) = self.locate_written(table, key) else { return Ok(false) };
-        if seq & ABSENT != 0 {
-            self.note_read(table, key, rid, meta, seq);
-            return Ok(false);
-        }
-        let row_words = self.silo.db.table(table).row_words;
-        self.worker.writes.push(table, key, rid, WriteKind::Put, row, row_words);
-        Ok(true)
+        Ok(self.worker.sets.put::<Tid>(&self.silo.db, table, key, row))
     }
 
-    fn insert(&mut self, table_id: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(inserted) = self.worker.writes.own_insert(table_id, key, row) {
-            return Ok(inserted);
-        }
-        let table = self.silo.db.table(table_id);
-        loop {
-            match table.index.get(key) {
-                Ok(rid) => {
-                    let Some((meta, seq)) = read_record(table, rid, None) else { continue };
-                    if seq & ABSENT == 0 {
-                        if table.is_index {
-                            // The base row was absent in this attempt's view, yet its index
-                            // entry is present: another transaction committed the row since,
-                            // and this attempt cannot commit. Stop before the base and its
-                            // index disagree.
-                            return Err(Aborted);
-                        }
-                        self.note_read(table_id, key, rid, meta, seq);
-                        return Ok(false);
-                    }
-                    self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
-                    return Ok(true);
-                }
-                Err(_) => {
-                    let rid = table.records.alloc();
-                    write_record(table.record(rid), INITIAL_META, key, ABSENT, &[]);
-                    match table.index.insert(key, rid) {
-                        Ok(inserted) => {
-                            for (node_table, leaf) in &mut self.worker.nodes {
-                                if *node_table == table_id && *leaf == inserted.before {
-                                    *leaf = inserted.after;
-                                }
-                            }
-                            self.worker.reclaimer.created(table_id, key, rid, ABSENT);
-                            self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
-                            return Ok(true);
-                        }
-                        Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
-                        Err(InsertError::Fixed) => {
-                            // A dense index backs only tables with dense keys, which take no inserts: a run
-                            // refuses `--index array` for any other table before it starts.
-                            unreachable!("insert into dense table {table_id}");
-                        }
-                    }
-                }
-            }
-        }
+    fn insert(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.worker.sets.insert::<Tid>(&self.silo.db, &self.guard, table, key, row)
     }
 
     fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
-        if let Some(deleted) = self.worker.writes.own_delete(table, key) {
-            return Ok(deleted);
-        }
-        let is_index = self.silo.db.table(table).is_index;
-        let Some((rid, meta, seq)) = self.locate(table, key, false) else {
-            // As in `insert`: a present base row without its index entry is a view that
-            // cannot commit.
-            return if is_index { Err(Aborted) } else { Ok(false) };
-        };
-        if seq & ABSENT != 0 {
-            if is_index {
-                return Err(Aborted);
-            }
-            self.note_read(table, key, rid, meta, seq);
-            return Ok(false);
-        }
-        let row_words = self.silo.db.table(table).row_words;
-        self.worker.writes.push(table, key, rid, WriteKind::Delete, &[], row_words);
-        Ok(true)
+        self.worker.sets.delete::<Tid>(&self.silo.db, table, key)
     }
 
     fn scan(
         &mut self,
-        table_id: TableId,
+        table: TableId,
         low: u64,
         high: u64,
         direction: Direction,
         limit: usize,
         visit: &mut dyn FnMut(u64, &[u64]) -> bool,
     ) -> Result<usize, Aborted> {
-        if limit == 0 || low > high {
-            return Ok(0);
-        }
-        let table = self.silo.db.table(table_id);
-        let worker = &mut *self.worker;
-        worker.row.resize(table.row_words, 0);
-        worker.writes.in_range(table_id, low, high, &mut worker.in_range);
-        let SiloWorker { reads, nodes, writes, row, in_range, trace, .. } = worker;
-        let visited = scan_merged(
-            table,
-            Range { table: table_id, low, high, direction, limit },
-            writes,
-            in_range,
-            trace,
-            row,
-            &mut |key, rid, row| {
-                let (meta, seq) = read_record(table, rid, Some(row))?;
-                reads.push(ReadEntry { table: table_id, key, rid, meta });
-                Some(seq)
-            },
-            &mut |leaf| note_leaf(nodes, table_id, leaf),
-            visit,
-        );
-        Ok(visited)
+        Ok(self.worker.sets.scan::<Tid>(&self.silo.db, Range { table, low, high, direction, limit }, visit))
     }
 }

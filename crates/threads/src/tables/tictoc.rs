@@ -71,27 +71,25 @@
 //! `wts` fail validation, which is safe. Reclamation and inconsistent views are Silo's (see
 //! [`super::silo`]), with TicToc's lock and dead bits.
 
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{Ordering, fence};
 
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
 use ordo_storage::epoch::{Guard, pin};
-use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
+use ordo_storage::{Direction, TableId};
 use ordo_workload::{Aborted, TableWorkload, Tx};
 
-use super::database::{
-    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK,
-};
+use super::database::{Database, Index, LoadError, META_WORD, SEQ_WORD, Table, VERSION_MASK};
 use super::epoch::Epochs;
+use super::optimistic::{MetaWord, Sets, lock_live_record};
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
-use super::reclaim::{Claim, Reclaimer};
-use super::scan::{Range, scan_merged};
+use super::reclaim::Claim;
+use super::scan::Range;
 use super::silo::TABLE_WORKERS_MAX;
 use super::trace::Trace;
-use super::writes::{RECENT_READS, WriteBuffer, WriteKind, install};
+use super::writes::{WriteKind, install};
 use crate::config::ProtocolKind;
 use crate::interleave;
-use crate::protocol::Spin;
 
 const LOCK: u64 = 1 << 63;
 const DEAD: u64 = 1 << 62;
@@ -155,100 +153,40 @@ pub struct TicTocTables {
     db: Database,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ReadEntry {
-    table: TableId,
-    key: u64,
-    rid: u64,
-    /// The meta word observed (unlocked): `wts` and `rts` of the state read.
-    meta: u64,
-    /// The version (history stamp) of the state read.
-    version: u64,
+/// TicToc's meta word, for the optimistic kit.
+struct Interval;
+
+impl MetaWord for Interval {
+    const LOCK: u64 = LOCK;
+    const DEAD: u64 = DEAD;
+    const YIELD_ON_ACCESS: bool = true;
+
+    /// Only `rts` may have grown in between: the same state, valid for longer.
+    fn same_state(before: u64, after: u64) -> bool {
+        after & STATE_BITS == before & STATE_BITS
+    }
+
+    /// The key's absence is no older than the last delete reclaimed in its table.
+    fn placeholder_meta(table: &Table) -> u64 {
+        let since = stamp_ts(table.retired_version_max.load(Ordering::Acquire)) + 1;
+        pack(since, since)
+    }
 }
 
 /// A worker's state, reused by every attempt.
 #[derive(Debug)]
 pub struct TicTocWorker {
     index: u64,
-    reads: Vec<ReadEntry>,
-    nodes: Vec<(TableId, LeafVersion)>,
-    writes: WriteBuffer,
-    reclaimer: Reclaimer,
-    locked: usize,
+    sets: Sets,
     /// The commit timestamp and sequence of this worker's last commit.
     last_ts: u64,
     last_sequence: u64,
-    row: Vec<u64>,
-    in_range: Vec<usize>,
-    trace: Trace,
 }
 
 impl TicTocWorker {
     /// The history recorded so far.
     pub fn history(&mut self) -> &mut Vec<HistoryEntry> {
-        self.trace.entries()
-    }
-
-    fn clear_attempt(&mut self) {
-        self.reads.clear();
-        self.nodes.clear();
-        self.writes.clear();
-        self.reclaimer.forget_created();
-        self.locked = 0;
-        self.trace.clear();
-    }
-}
-
-/// Records `leaf` in a node set (once in a row).
-fn note_leaf(nodes: &mut Vec<(TableId, LeafVersion)>, table: TableId, leaf: LeafVersion) {
-    if nodes.last() != Some(&(table, leaf)) {
-        nodes.push((table, leaf));
-    }
-}
-
-/// A consistent `(meta, seq)` of record `rid`, copying its row into `row` when given and the
-/// record is present; `None` if the record is dead (reclaimed: look the key up again).
-fn read_record(table: &Table, rid: u64, mut row: Option<&mut [u64]>) -> Option<(u64, u64)> {
-    let words = table.record(rid);
-    let mut spin = Spin::default();
-    loop {
-        let before = words[META_WORD].load(Ordering::Acquire);
-        if before & LOCK != 0 {
-            spin.wait();
-            continue;
-        }
-        if before & DEAD != 0 {
-            return None;
-        }
-        let seq = words[SEQ_WORD].load(Ordering::Relaxed);
-        if seq & ABSENT == 0
-            && let Some(row) = row.as_deref_mut()
-        {
-            for (out, word) in row.iter_mut().zip(&words[TABLE_HEADER_WORDS..]) {
-                *out = word.load(Ordering::Relaxed);
-            }
-        }
-        fence(Ordering::Acquire);
-        let after = words[META_WORD].load(Ordering::Relaxed);
-        if after & STATE_BITS == before & STATE_BITS {
-            // Only `rts` may have grown: the later word is as true and saves an extension.
-            return Some((after, seq));
-        }
-    }
-}
-
-/// Locks record `words` (spinning; callers lock in a global order, so there is no deadlock)
-/// and returns the meta word it had.
-fn lock_record(words: &[AtomicU64]) -> u64 {
-    let mut spin = Spin::default();
-    loop {
-        let meta = words[META_WORD].load(Ordering::Relaxed);
-        if meta & LOCK == 0
-            && words[META_WORD].compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
-        {
-            return meta;
-        }
-        spin.wait();
+        self.sets.trace.entries()
     }
 }
 
@@ -272,27 +210,11 @@ impl TicTocTables {
     }
 
     fn reclaim(&self, worker: &mut TicTocWorker, guard: &Guard, everything: bool) {
-        worker.reclaimer.reclaim(
+        worker.sets.reclaimer.reclaim(
             &self.db,
             guard,
             everything,
-            |words| {
-                let mut spin = Spin::default();
-                loop {
-                    let meta = words[META_WORD].load(Ordering::Relaxed);
-                    if meta & DEAD != 0 {
-                        return Claim::Dead;
-                    }
-                    if meta & LOCK == 0
-                        && words[META_WORD]
-                            .compare_exchange_weak(meta, meta | LOCK, Ordering::Acquire, Ordering::Relaxed)
-                            .is_ok()
-                    {
-                        return Claim::Locked(meta);
-                    }
-                    spin.wait();
-                }
-            },
+            |words| lock_live_record::<Interval>(words).map_or(Claim::Dead, Claim::Locked),
             |words, meta, dead| words[META_WORD].store(if dead { meta | DEAD } else { meta }, Ordering::Release),
         );
     }
@@ -328,21 +250,14 @@ impl TableProtocol for TicTocTables {
         assert!(options.workers <= TABLE_WORKERS_MAX, "{} workers, at most {TABLE_WORKERS_MAX}", options.workers);
         TicTocWorker {
             index: options.index as u64,
-            reads: Vec::new(),
-            nodes: Vec::new(),
-            writes: WriteBuffer::default(),
-            reclaimer: Reclaimer::default(),
-            locked: 0,
+            sets: Sets::new(Trace::new(options.index, options.workers, options.record_history)),
             last_ts: 0,
             last_sequence: 0,
-            row: Vec::new(),
-            in_range: Vec::new(),
-            trace: Trace::new(options.index, options.workers, options.record_history),
         }
     }
 
     fn begin<'a>(&'a self, worker: &'a mut TicTocWorker, _restart: bool) -> TicTocTx<'a> {
-        worker.clear_attempt();
+        worker.sets.clear();
         let guard = pin();
         self.reclaim(worker, &guard, false);
         TicTocTx { tictoc: self, worker, guard, done: false }
@@ -364,7 +279,7 @@ impl TableProtocol for TicTocTables {
     }
 
     fn trace(worker: &mut TicTocWorker) -> &mut Trace {
-        &mut worker.trace
+        &mut worker.sets.trace
     }
 
     fn quiesce(&self, worker: &mut TicTocWorker) {
@@ -383,8 +298,8 @@ pub struct TicTocTx<'a> {
 impl std::fmt::Debug for TicTocTx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TicTocTx")
-            .field("writes", &self.worker.writes.entries.len())
-            .field("reads", &self.worker.reads.len())
+            .field("writes", &self.worker.sets.writes.entries.len())
+            .field("reads", &self.worker.sets.reads.len())
             .finish()
     }
 }
@@ -392,38 +307,21 @@ impl std::fmt::Debug for TicTocTx<'_> {
 impl TicTocTx<'_> {
     /// Unlocks what commit locked and hands this attempt's placeholders to reclamation.
     fn release(&mut self) {
-        let worker = &mut *self.worker;
-        for write in &worker.writes.entries[..worker.locked] {
-            let words = self.tictoc.db.table(write.table).record(write.rid);
-            words[META_WORD].store(write.locked_meta, Ordering::Release);
-        }
-        worker.locked = 0;
-        worker.reclaimer.abandon_created(self.tictoc.db.epoch());
-        worker.clear_attempt();
+        self.worker.sets.release(&self.tictoc.db, self.tictoc.db.epoch());
     }
 
     fn try_commit(&mut self) -> Result<Committed, Aborted> {
         let db = &self.tictoc.db;
-        let worker = &mut *self.worker;
+        let TicTocWorker { index: worker_index, sets: worker, last_ts, last_sequence } = &mut *self.worker;
         interleave::point();
         // 1. Lock the write set.
-        worker.writes.sort();
-        for i in 0..worker.writes.entries.len() {
-            let write = &mut worker.writes.entries[i];
-            let words = db.table(write.table).record(write.rid);
-            write.locked_meta = lock_record(words);
-            worker.locked = i + 1;
-            let absent = words[SEQ_WORD].load(Ordering::Relaxed) & ABSENT != 0;
-            if write.locked_meta & DEAD != 0 || absent != write.kind.absent_before() {
-                return Err(Aborted);
-            }
-        }
+        worker.lock_writes::<Interval>(db, false)?;
         // 2. The serialization point.
         fence(Ordering::SeqCst);
         let epoch = db.epoch();
         interleave::point();
         // 3. The commit timestamp.
-        let mut ts = worker.last_ts;
+        let mut ts = *last_ts;
         for write in &worker.writes.entries {
             ts = ts.max(rts(write.locked_meta) + 1);
             if write.kind == WriteKind::Insert {
@@ -452,14 +350,14 @@ impl TicTocTx<'_> {
             ts += 1;
             depth = 0;
         }
-        let mut sequence = if ts == worker.last_ts { worker.last_sequence + 1 } else { 0 };
+        let mut sequence = if ts == *last_ts { *last_sequence + 1 } else { 0 };
         if sequence > SEQUENCE_MAX {
             ts += 1;
             depth = 0;
             sequence = 0;
         }
         assert!(ts <= COMMIT_TS_MAX, "TicToc commit timestamp {ts} exceeds {COMMIT_TS_MAX}");
-        let version = stamp(ts, depth, worker.index, sequence);
+        let version = stamp(ts, depth, *worker_index, sequence);
         // 4. Leaf stamps, then node-set validation.
         for &(table, leaf) in &worker.nodes {
             db.table(table).index.stamp(leaf.leaf).fetch_max(ts, Ordering::SeqCst);
@@ -518,64 +416,12 @@ impl TicTocTx<'_> {
             worker.trace.installed(write.table, write.kind.effect(), write.key, version, row);
         }
         worker.locked = 0;
-        worker.last_ts = ts;
-        worker.last_sequence = sequence;
+        *last_ts = ts;
+        *last_sequence = sequence;
         worker.trace.committed(Some(version));
         worker.reclaimer.settle_created(db, epoch);
-        worker.clear_attempt();
+        worker.clear();
         Ok(Committed { epoch })
-    }
-
-    /// Looks `key` up: `Some((rid, meta, seq))` for a record, `None` for no record (its leaf
-    /// noted in the node set); reads the row into the worker's row buffer if asked.
-    fn locate(&mut self, table_id: TableId, key: u64, copy_row: bool) -> Option<(u64, u64, u64)> {
-        interleave::point();
-        let table = self.tictoc.db.table(table_id);
-        let worker = &mut *self.worker;
-        worker.row.resize(table.row_words, 0);
-        loop {
-            match table.index.get(key) {
-                Err(leaf) => {
-                    note_leaf(&mut worker.nodes, table_id, leaf);
-                    worker.trace.absent(table_id, key);
-                    return None;
-                }
-                Ok(rid) => {
-                    let row = copy_row.then_some(&mut worker.row[..]);
-                    if let Some((meta, seq)) = read_record(table, rid, row) {
-                        return Some((rid, meta, seq));
-                    }
-                }
-            }
-        }
-    }
-
-    /// [`Self::locate`] for a put. A key among the attempt's last [`RECENT_READS`] reads keeps
-    /// the record that read found, so the index is not searched a second time (a
-    /// read-modify-write would otherwise descend the tree twice). The attempt's epoch pin keeps
-    /// that record from being recycled; if it was deleted or replaced since the read, the
-    /// read's validation fails at commit.
-    fn locate_written(&mut self, table_id: TableId, key: u64) -> Option<(u64, u64, u64)> {
-        let recent =
-            self.worker.reads.iter().rev().take(RECENT_READS).find(|read| read.table == table_id && read.key == key);
-        let Some(&ReadEntry { rid, .. }) = recent else { return self.locate(table_id, key, false) };
-        let table = self.tictoc.db.table(table_id);
-        match read_record(table, rid, None) {
-            Some((meta, seq)) => Some((rid, meta, seq)),
-            // Dead: deleted and unlinked since the read (which fails validation at commit);
-            // the index knows what holds the key now.
-            None => self.locate(table_id, key, false),
-        }
-    }
-
-    fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
-        let version = seq & VERSION_MASK;
-        if seq & ABSENT == 0 {
-            self.worker.trace.read(table, key, version);
-        } else {
-            self.worker.trace.absent_at(table, key, version);
-        }
-        self.worker.reads.push(ReadEntry { table, key, rid, meta, version });
     }
 }
 
@@ -594,140 +440,37 @@ impl Tx for TicTocTx<'_> {
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
-        if let Some(present) = self.worker.writes.own_get(table, key, row) {
-            return Ok(present);
-        }
-        let Some((rid, meta, seq)) = self.locate(table, key, true) else { return Ok(false) };
-        self.note_read(table, key, rid, meta, seq);
-        if seq & ABSENT != 0 {
-            return Ok(false);
-        }
-        row.copy_from_slice(&self.worker.row[..row.len()]);
-        Ok(true)
+        Ok(self.worker.sets.get::<Interval>(&self.tictoc.db, table, key, row))
     }
 
     fn put(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(present) = self.worker.writes.own_put(table, key, row) {
-            return Ok(present);
-        }
-        let Some((rid, meta, seq)) = self.locate_written(table, key) else { return Ok(false) };
-        if seq & ABSENT != 0 {
-            self.note_read(table, key, rid, meta, seq);
-            return Ok(false);
-        }
-        let row_words = self.tictoc.db.table(table).row_words;
-        self.worker.writes.push(table, key, rid, WriteKind::Put, row, row_words);
-        Ok(true)
+        Ok(self.worker.sets.put::<Interval>(&self.tictoc.db, table, key, row))
     }
 
-    fn insert(&mut self, table_id: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
-        if let Some(inserted) = self.worker.writes.own_insert(table_id, key, row) {
-            return Ok(inserted);
-        }
-        interleave::point();
-        let table = self.tictoc.db.table(table_id);
-        loop {
-            match table.index.get(key) {
-                Ok(rid) => {
-                    let Some((meta, seq)) = read_record(table, rid, None) else { continue };
-                    if seq & ABSENT == 0 {
-                        if table.is_index {
-                            // The base row was absent in this attempt's view, yet its index
-                            // entry is present: the view cannot commit (see Silo).
-                            return Err(Aborted);
-                        }
-                        self.note_read(table_id, key, rid, meta, seq);
-                        return Ok(false);
-                    }
-                    self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
-                    return Ok(true);
-                }
-                Err(_) => {
-                    // The key's absence is no older than the last delete reclaimed here.
-                    let since = stamp_ts(table.retired_version_max.load(Ordering::Acquire)) + 1;
-                    let rid = table.records.alloc();
-                    super::database::write_record(table.record(rid), pack(since, since), key, ABSENT, &[]);
-                    match table.index.insert(key, rid) {
-                        Ok(inserted) => {
-                            for (node_table, leaf) in &mut self.worker.nodes {
-                                if *node_table == table_id && *leaf == inserted.before {
-                                    *leaf = inserted.after;
-                                }
-                            }
-                            self.worker.reclaimer.created(table_id, key, rid, ABSENT);
-                            self.worker.writes.push(table_id, key, rid, WriteKind::Insert, row, table.row_words);
-                            return Ok(true);
-                        }
-                        Err(InsertError::Present { .. }) => table.records.retire(rid, &self.guard),
-                        Err(InsertError::Fixed) => {
-                            // A dense index backs only tables with dense keys, which take no inserts: a run
-                            // refuses `--index array` for any other table before it starts.
-                            unreachable!("insert into dense table {table_id}");
-                        }
-                    }
-                }
-            }
-        }
+    fn insert(&mut self, table: TableId, key: u64, row: &[u64]) -> Result<bool, Aborted> {
+        self.worker.sets.insert::<Interval>(&self.tictoc.db, &self.guard, table, key, row)
     }
 
     fn delete(&mut self, table: TableId, key: u64) -> Result<bool, Aborted> {
-        if let Some(deleted) = self.worker.writes.own_delete(table, key) {
-            return Ok(deleted);
-        }
-        let is_index = self.tictoc.db.table(table).is_index;
-        let Some((rid, meta, seq)) = self.locate(table, key, false) else {
-            return if is_index { Err(Aborted) } else { Ok(false) };
-        };
-        if seq & ABSENT != 0 {
-            if is_index {
-                return Err(Aborted);
-            }
-            self.note_read(table, key, rid, meta, seq);
-            return Ok(false);
-        }
-        let row_words = self.tictoc.db.table(table).row_words;
-        self.worker.writes.push(table, key, rid, WriteKind::Delete, &[], row_words);
-        Ok(true)
+        self.worker.sets.delete::<Interval>(&self.tictoc.db, table, key)
     }
 
     fn scan(
         &mut self,
-        table_id: TableId,
+        table: TableId,
         low: u64,
         high: u64,
         direction: Direction,
         limit: usize,
         visit: &mut dyn FnMut(u64, &[u64]) -> bool,
     ) -> Result<usize, Aborted> {
-        if limit == 0 || low > high {
-            return Ok(0);
-        }
-        interleave::point();
-        let table = self.tictoc.db.table(table_id);
-        let worker = &mut *self.worker;
-        worker.row.resize(table.row_words, 0);
-        worker.writes.in_range(table_id, low, high, &mut worker.in_range);
-        let TicTocWorker { reads, nodes, writes, row, in_range, trace, .. } = worker;
-        Ok(scan_merged(
-            table,
-            Range { table: table_id, low, high, direction, limit },
-            writes,
-            in_range,
-            trace,
-            row,
-            &mut |key, rid, row| {
-                let (meta, seq) = read_record(table, rid, Some(row))?;
-                reads.push(ReadEntry { table: table_id, key, rid, meta, version: seq & VERSION_MASK });
-                Some(seq)
-            },
-            &mut |leaf| note_leaf(nodes, table_id, leaf),
-            visit,
-        ))
+        Ok(self.worker.sets.scan::<Interval>(&self.tictoc.db, Range { table, low, high, direction, limit }, visit))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::database::ABSENT;
     use super::*;
 
     #[test]
