@@ -180,13 +180,8 @@ impl Sets {
 
     /// Puts record `rid` of `key`, seen as `(meta, seq)`, into the read set and the trace.
     pub fn note_read(&mut self, table: TableId, key: u64, rid: u64, meta: u64, seq: u64) {
-        let version = seq & VERSION_MASK;
-        if seq & ABSENT == 0 {
-            self.trace.read(table, key, version);
-        } else {
-            self.trace.absent_at(table, key, version);
-        }
-        self.reads.push(ReadEntry { table, key, rid, meta, version });
+        self.trace.seen(table, key, seq);
+        self.reads.push(ReadEntry { table, key, rid, meta, version: seq & VERSION_MASK });
     }
 
     /// Looks `key` up: `Some((rid, meta, seq))` for a record, `None` for no record (its leaf

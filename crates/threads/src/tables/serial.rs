@@ -28,7 +28,7 @@ use ordo_storage::{Direction, InsertError, TableId};
 use ordo_workload::{Aborted, TableWorkload, Tx};
 
 use super::database::{
-    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record,
+    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, write_record,
 };
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
@@ -221,14 +221,6 @@ impl SerialTx<'_> {
             }
         }
     }
-
-    fn trace_read(&mut self, table: TableId, key: u64, seq: u64) {
-        if seq & ABSENT == 0 {
-            self.worker.trace.read(table, key, seq & VERSION_MASK);
-        } else {
-            self.worker.trace.absent_at(table, key, seq & VERSION_MASK);
-        }
-    }
 }
 
 impl Drop for SerialTx<'_> {
@@ -251,7 +243,7 @@ impl Tx for SerialTx<'_> {
         }
         let Some((rid, _)) = self.locate(table, key) else { return Ok(false) };
         let seq = read_record(self.serial.db.table(table), rid, row);
-        self.trace_read(table, key, seq);
+        self.worker.trace.seen(table, key, seq);
         Ok(seq & ABSENT == 0)
     }
 
@@ -261,7 +253,7 @@ impl Tx for SerialTx<'_> {
         }
         let Some((rid, seq)) = self.locate(table, key) else { return Ok(false) };
         if seq & ABSENT != 0 {
-            self.trace_read(table, key, seq);
+            self.worker.trace.seen(table, key, seq);
             return Ok(false);
         }
         let row_words = self.serial.db.table(table).row_words;
@@ -279,7 +271,7 @@ impl Tx for SerialTx<'_> {
             Ok(rid) => {
                 let seq = table.record(rid)[SEQ_WORD].load(Ordering::Relaxed);
                 if seq & ABSENT == 0 {
-                    self.trace_read(table_id, key, seq);
+                    self.worker.trace.seen(table_id, key, seq);
                     return Ok(false);
                 }
                 rid
@@ -309,7 +301,7 @@ impl Tx for SerialTx<'_> {
         }
         let Some((rid, seq)) = self.locate(table, key) else { return Ok(false) };
         if seq & ABSENT != 0 {
-            self.trace_read(table, key, seq);
+            self.worker.trace.seen(table, key, seq);
             return Ok(false);
         }
         let row_words = self.serial.db.table(table).row_words;

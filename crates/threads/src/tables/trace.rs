@@ -38,6 +38,8 @@ use ordo_history::{Access, HistoryEntry, Scan};
 use ordo_log::{WorkerLog, WriteKind, format};
 use ordo_storage::TableId;
 
+use super::database::{ABSENT, VERSION_MASK};
+
 /// The effect of an installed write.
 pub use ordo_history::WriteEffect;
 
@@ -139,6 +141,18 @@ impl Trace {
             self.absent(table, key);
         } else {
             self.read(table, key, version);
+        }
+    }
+
+    /// The attempt read `key`'s record, whose seq word was `seq`: the version of a present
+    /// row, or an absence at the version of a tombstone or placeholder.
+    #[inline]
+    pub fn seen(&mut self, table: TableId, key: u64, seq: u64) {
+        let version = seq & VERSION_MASK;
+        if seq & ABSENT == 0 {
+            self.read(table, key, version);
+        } else {
+            self.absent_at(table, key, version);
         }
     }
 

@@ -600,14 +600,6 @@ impl TwoPhaseTx<'_> {
         }
         Err(self.fail(AbortCause::Conflict))
     }
-
-    fn trace_record(&mut self, table: TableId, key: u64, seq: u64) {
-        if seq & ABSENT == 0 {
-            self.worker.trace.read(table, key, seq & VERSION_MASK);
-        } else {
-            self.worker.trace.absent_at(table, key, seq & VERSION_MASK);
-        }
-    }
 }
 
 impl Drop for TwoPhaseTx<'_> {
@@ -632,7 +624,7 @@ impl Tx for TwoPhaseTx<'_> {
             self.worker.trace.absent(table, key);
             return Ok(false);
         };
-        self.trace_record(table, key, seq);
+        self.worker.trace.seen(table, key, seq);
         if seq & ABSENT != 0 {
             return Ok(false);
         }
@@ -652,7 +644,7 @@ impl Tx for TwoPhaseTx<'_> {
             return Ok(false);
         };
         if seq & ABSENT != 0 {
-            self.trace_record(table, key, seq);
+            self.worker.trace.seen(table, key, seq);
             return Ok(false);
         }
         let row_words = self.two_phase.db.table(table).row_words;
@@ -671,7 +663,7 @@ impl Tx for TwoPhaseTx<'_> {
                 Ok(rid) => {
                     let Some(seq) = self.lock_record(table_id, rid, true)? else { continue };
                     if seq & ABSENT == 0 {
-                        self.trace_record(table_id, key, seq);
+                        self.worker.trace.seen(table_id, key, seq);
                         return Ok(false);
                     }
                     break rid;
@@ -709,7 +701,7 @@ impl Tx for TwoPhaseTx<'_> {
             return Ok(false);
         };
         if seq & ABSENT != 0 {
-            self.trace_record(table, key, seq);
+            self.worker.trace.seen(table, key, seq);
             return Ok(false);
         }
         let row_words = self.two_phase.db.table(table).row_words;

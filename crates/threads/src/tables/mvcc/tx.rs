@@ -169,12 +169,7 @@ impl MvccTx<'_> {
                     worker.note_leaf(mvcc, table, leaf);
                 }
                 worker.note_version(mvcc, table, key, rid, visible);
-                let version = visible.seq & VERSION_MASK;
-                if visible.present() {
-                    worker.trace.read(table, key, version);
-                } else {
-                    worker.trace.absent_at(table, key, version);
-                }
+                worker.trace.seen(table, key, visible.seq);
                 visible.present()
             }
         }
