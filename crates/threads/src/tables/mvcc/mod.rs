@@ -195,6 +195,8 @@ struct ReadEntry {
     key: u64,
     rid: u64,
     target: Target,
+    /// The attempt overwrites this very version itself (set at commit, by `announce`).
+    overwritten: bool,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -76,7 +76,7 @@ fn note_version(
     rid: u64,
     visible: Visible,
 ) {
-    let entry = ReadEntry { table: table_id, key, rid, target: visible.target };
+    let entry = ReadEntry { table: table_id, key, rid, target: visible.target, overwritten: false };
     if reads.last() != Some(&entry) {
         reads.push(entry);
     }
