@@ -70,7 +70,7 @@ use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 use super::reclaim::{Claim, Reclaimer};
 use super::trace::Trace;
-use super::writes::{WriteBuffer, WriteKind, install, next_version};
+use super::writes::{RECENT_READS, WriteBuffer, WriteKind, install, next_version};
 use crate::config::ProtocolKind;
 use crate::interleave;
 use crate::protocol::{Spin, TimestampBlock, TimestampClock};
@@ -133,6 +133,9 @@ pub struct TwoPhaseWorker {
     reclaimer: Reclaimer,
     items: Vec<Item>,
     leaves: Vec<(TableId, LeafVersion)>,
+    /// `(table, key, record)` of every point read that found a record, newest last: a put
+    /// looks here before it descends the index (see `TwoPhaseTx::lookup_written`).
+    found: Vec<(TableId, u64, u64)>,
     row: Vec<u64>,
     in_range: Vec<usize>,
     /// Why the attempt's last failed operation failed.
@@ -159,6 +162,7 @@ impl TwoPhaseWorker {
     fn clear_attempt(&mut self) {
         debug_assert!(self.locks.is_empty(), "an attempt ends without locks");
         self.writes.clear();
+        self.found.clear();
         self.reclaimer.forget_created();
         self.cause = AbortCause::Conflict;
         self.trace.clear();
@@ -334,6 +338,7 @@ impl TableProtocol for TwoPhaseTables {
             reclaimer: Reclaimer::default(),
             items: Vec::new(),
             leaves: Vec::new(),
+            found: Vec::new(),
             row: Vec::new(),
             in_range: Vec::new(),
             cause: AbortCause::Conflict,
@@ -474,6 +479,21 @@ impl TwoPhaseTx<'_> {
                 }
             }
         }
+    }
+
+    /// [`Self::lookup`] for a put. A key among the attempt's last [`RECENT_READS`] point reads
+    /// that found a record keeps that record, so a read-modify-write does not descend the
+    /// index twice. The read still holds the record's lock, so nobody has deleted or reclaimed
+    /// it since: its lock is taken exclusively (an upgrade, or nothing if held so already).
+    fn lookup_written(&mut self, table_id: TableId, key: u64) -> Result<Option<(u64, u64)>, Aborted> {
+        let recent = self.worker.found.iter().rev().take(RECENT_READS).find(|&&(t, k, _)| t == table_id && k == key);
+        if let Some(&(_, _, rid)) = recent {
+            interleave::point();
+            if let Some(seq) = self.lock_record(table_id, rid, true)? {
+                return Ok(Some((rid, seq)));
+            }
+        }
+        self.lookup(table_id, key, true)
     }
 
     /// Locks exclusively (or shared) the records after `key` up to the first present one, or
@@ -624,6 +644,7 @@ impl Tx for TwoPhaseTx<'_> {
             self.worker.trace.absent(table, key);
             return Ok(false);
         };
+        self.worker.found.push((table, key, rid));
         self.worker.trace.seen(table, key, seq);
         if seq & ABSENT != 0 {
             return Ok(false);
@@ -639,7 +660,7 @@ impl Tx for TwoPhaseTx<'_> {
         if let Some(present) = self.worker.writes.own_put(table, key, row) {
             return Ok(present);
         }
-        let Some((rid, seq)) = self.lookup(table, key, true)? else {
+        let Some((rid, seq)) = self.lookup_written(table, key)? else {
             self.worker.trace.absent(table, key);
             return Ok(false);
         };
@@ -696,7 +717,7 @@ impl Tx for TwoPhaseTx<'_> {
         if let Some(deleted) = self.worker.writes.own_delete(table, key) {
             return Ok(deleted);
         }
-        let Some((rid, seq)) = self.lookup(table, key, true)? else {
+        let Some((rid, seq)) = self.lookup_written(table, key)? else {
             self.worker.trace.absent(table, key);
             return Ok(false);
         };

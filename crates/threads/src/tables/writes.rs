@@ -25,8 +25,9 @@ use ordo_storage::TableId;
 use super::database::{ABSENT, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK};
 use super::trace::WriteEffect;
 
-/// Reads an optimistic protocol searches, newest first, for the record of a key it is about
-/// to put (Silo and TicToc): a read-modify-write's put follows its read closely, and a bound
+/// How many of an attempt's latest reads a put searches, newest first, for the record of its
+/// key (Silo and TicToc search their read sets; 2PL and the MVCC protocols the point reads
+/// that found a record): a read-modify-write's put follows its read closely, and a bound
 /// keeps the search short in attempts that read thousands of rows.
 pub const RECENT_READS: usize = 32;
 

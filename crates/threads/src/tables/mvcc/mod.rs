@@ -259,6 +259,9 @@ pub struct MvccWorker {
     reads: Vec<ReadEntry>,
     nodes: Vec<(TableId, LeafVersion)>,
     eta_reads: u64,
+    /// `(table, key, record)` of every point read that found a record, newest last: a put
+    /// looks here before it descends the index (see `MvccTx::find_written`).
+    found: Vec<(TableId, u64, u64)>,
     writes: Vec<WriteEntry>,
     rows: Vec<u64>,
     /// Placeholders this attempt put into an index.
@@ -336,6 +339,7 @@ impl MvccWorker {
         self.reads.clear();
         self.nodes.clear();
         self.eta_reads = 0;
+        self.found.clear();
         self.writes.clear();
         self.rows.clear();
         self.created.clear();
@@ -427,6 +431,7 @@ impl MvccTables {
             reads: Vec::new(),
             nodes: Vec::new(),
             eta_reads: 0,
+            found: Vec::new(),
             writes: Vec::new(),
             rows: Vec::new(),
             created: Vec::new(),

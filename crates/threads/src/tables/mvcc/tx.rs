@@ -27,6 +27,7 @@ use ordo_workload::{Aborted, Tx};
 
 use super::super::database::{ABSENT, Table, VERSION_MASK};
 use super::super::trace::Trace;
+use super::super::writes::RECENT_READS;
 use super::chain::{Target, Visible, stamp_words, visible};
 use super::{MvccTables, MvccTx, MvccWorker, ReadEntry, WriteKind};
 use crate::interleave;
@@ -153,6 +154,28 @@ impl MvccTx<'_> {
         }
     }
 
+    /// [`MvccTx::find`] for a put. A key among the attempt's last [`RECENT_READS`] point reads
+    /// that found a record keeps that record, so a read-modify-write does not descend the
+    /// index twice. The attempt's epoch pin keeps the record from being recycled, so while it
+    /// is alive it is still the key's; a dead one, or a version without the row (which under
+    /// SSN needs the leaf that holds the key), sends the put to the index as before.
+    fn find_written(&mut self, table_id: TableId, key: u64) -> Result<Found, Aborted> {
+        let worker = &mut *self.worker;
+        let recent = worker.found.iter().rev().take(RECENT_READS).find(|&&(t, k, _)| t == table_id && k == key);
+        if let Some(&(_, _, rid)) = recent {
+            let table = self.mvcc.db.table(table_id);
+            match visible(&self.mvcc.slots, table, rid, worker.snapshot, None) {
+                Err(cause) => {
+                    worker.cause = Some(cause);
+                    return Err(Aborted);
+                }
+                Ok(Some(visible)) if visible.present() => return Ok(Found::Record { rid, visible, leaf: None }),
+                Ok(_) => {}
+            }
+        }
+        self.find(table_id, key, false)
+    }
+
     /// Records what [`MvccTx::find`] found as a read (trace, and SSN's sets); returns whether
     /// the row is present.
     fn note_found(&mut self, table: TableId, key: u64, found: &Found) -> bool {
@@ -204,6 +227,9 @@ impl Tx for MvccTx<'_> {
             return Ok(true);
         }
         let found = self.find(table, key, true)?;
+        if let Found::Record { rid, .. } = found {
+            self.worker.found.push((table, key, rid));
+        }
         if !self.note_found(table, key, &found) {
             return Ok(false);
         }
@@ -220,7 +246,7 @@ impl Tx for MvccTx<'_> {
             self.worker.set_row(i, row);
             return Ok(true);
         }
-        let found = self.find(table, key, false)?;
+        let found = self.find_written(table, key)?;
         let Found::Record { rid, visible, .. } = found else {
             self.note_found(table, key, &found);
             return Ok(false);
@@ -286,7 +312,7 @@ impl Tx for MvccTx<'_> {
             };
             return Ok(true);
         }
-        let found = self.find(table, key, false)?;
+        let found = self.find_written(table, key)?;
         let Found::Record { rid, visible, .. } = found else {
             self.note_found(table, key, &found);
             return Ok(false);
