@@ -68,8 +68,7 @@ impl Chunk {
         // Zeroed by the system allocator (calloc): a large chunk is mapped lazily, so a page
         // costs nothing until a record on it is first written.
         let words = ZeroedWords::new(len);
-        let misalignment_bytes = words.as_ptr().addr() % (LINE_WORDS * 8);
-        let start_word = ((LINE_WORDS * 8 - misalignment_bytes) % (LINE_WORDS * 8)) / 8;
+        let start_word = words.first_aligned_word(LINE_WORDS * 8);
         Chunk { words, start_word }
     }
 }

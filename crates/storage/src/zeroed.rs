@@ -71,6 +71,19 @@ impl ZeroedWords {
         ZeroedWords { ptr, len }
     }
 
+    /// The index of the first word that starts a block of `align_bytes` (a power of two, at
+    /// least a word: a cache line, for arrays whose records must not share one). Callers that
+    /// need `n` aligned words allocate `n` plus the words of one block less one.
+    ///
+    /// # Panics
+    /// If `align_bytes` is not a power of two of at least a word.
+    pub fn first_aligned_word(&self, align_bytes: usize) -> usize {
+        let word = std::mem::size_of::<AtomicU64>();
+        assert!(align_bytes.is_power_of_two() && align_bytes >= word, "alignment {align_bytes} bytes");
+        let start = self.ptr.as_ptr().addr();
+        (start.next_multiple_of(align_bytes) - start) / word
+    }
+
     /// The allocation's layout: `len` words, at least one so the size is never zero. The
     /// alignment is `AtomicU64`'s (8), which keeps `System` on `calloc`.
     fn layout(len: usize) -> Layout {
@@ -142,6 +155,19 @@ mod tests {
         }
         assert!(words.iter().enumerate().all(|(index, word)| word.load(Ordering::Relaxed) == index as u64 * 3));
         assert_eq!(words.as_ptr().addr() % std::mem::align_of::<AtomicU64>(), 0);
+    }
+
+    #[test]
+    fn the_first_aligned_word_starts_a_block_within_the_first_block() {
+        for len in [1, 7, 8, 100, 4096] {
+            let words = ZeroedWords::new(len);
+            for align_bytes in [8, 16, 64, 128, 4096] {
+                let first = words.first_aligned_word(align_bytes);
+                let addr = words.as_ptr().addr() + first * 8;
+                assert_eq!(addr % align_bytes, 0, "{len} words, {align_bytes}-byte blocks");
+                assert!(first < align_bytes / 8, "{len} words, {align_bytes}-byte blocks: word {first}");
+            }
+        }
     }
 
     /// The kernel's flags of the mapping that holds `addr`, from `/proc/self/smaps`.

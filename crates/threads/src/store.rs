@@ -49,9 +49,7 @@ impl Lines {
     pub(crate) fn zeroed(words: usize) -> Lines {
         let words = words.next_multiple_of(LINE_WORDS);
         let all = ZeroedWords::new(words + LINE_WORDS - 1);
-        let line = LINE_WORDS * std::mem::size_of::<AtomicU64>();
-        let start = all.as_ptr().addr().next_multiple_of(line).wrapping_sub(all.as_ptr().addr())
-            / std::mem::size_of::<AtomicU64>();
+        let start = all.first_aligned_word(LINE_WORDS * std::mem::size_of::<AtomicU64>());
         Lines { words: all, start }
     }
 
