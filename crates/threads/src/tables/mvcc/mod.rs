@@ -259,8 +259,8 @@ pub struct MvccWorker {
     reads: Vec<ReadEntry>,
     nodes: Vec<(TableId, LeafVersion)>,
     eta_reads: u64,
-    /// `(table, key, record)` of every point read that found a record, newest last: a put
-    /// looks here before it descends the index (see `MvccTx::find_written`).
+    /// `(table, key, record)` of every point read that found a record, newest last: a put or
+    /// a delete looks here before it descends the index (see `MvccTx::find_written`).
     found: Vec<(TableId, u64, u64)>,
     writes: Vec<WriteEntry>,
     rows: Vec<u64>,

@@ -154,9 +154,9 @@ impl MvccTx<'_> {
         }
     }
 
-    /// [`MvccTx::find`] for a put. A key among the attempt's last [`RECENT_READS`] point reads
-    /// that found a record keeps that record, so a read-modify-write does not descend the
-    /// index twice. The attempt's epoch pin keeps the record from being recycled, so while it
+    /// [`MvccTx::find`] for a put or a delete. A key among the attempt's last [`RECENT_READS`]
+    /// point reads that found a record keeps that record, so a read-modify-write (or a read
+    /// then delete) does not descend the index twice. The attempt's epoch pin keeps the record from being recycled, so while it
     /// is alive it is still the key's; a dead one, or a version without the row (which under
     /// SSN needs the leaf that holds the key), sends the put to the index as before.
     fn find_written(&mut self, table_id: TableId, key: u64) -> Result<Found, Aborted> {
