@@ -23,8 +23,8 @@
 //!
 //! `Box<[AtomicU64]>` cannot hold memory of another allocator on stable Rust, so this module
 //! owns the allocation itself; it is one of the storage crate's two `unsafe` modules (the
-//! other is [`crate::prefetch`]), and `cargo miri test -p ordo-storage zeroed` checks it (Miri skips the advice, a system call it does not
-//! model).
+//! other is [`crate::prefetch`]), and `cargo miri test -p ordo-storage zeroed` checks it
+//! (Miri skips the advice, a system call it does not model).
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};

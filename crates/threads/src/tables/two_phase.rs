@@ -70,7 +70,7 @@ use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
 use super::reclaim::{Claim, Reclaimer};
 use super::trace::Trace;
-use super::writes::{RECENT_READS, WriteBuffer, WriteKind, install, next_version};
+use super::writes::{WriteBuffer, WriteKind, install, next_version, recently_found};
 use crate::config::ProtocolKind;
 use crate::interleave;
 use crate::protocol::{Spin, TimestampBlock, TimestampClock};
@@ -481,13 +481,12 @@ impl TwoPhaseTx<'_> {
         }
     }
 
-    /// [`Self::lookup`] for a put. A key among the attempt's last [`RECENT_READS`] point reads
+    /// [`Self::lookup`] for a put. A key among the attempt's last [`RECENT_READS`](super::writes::RECENT_READS) point reads
     /// that found a record keeps that record, so a read-modify-write does not descend the
     /// index twice. The read still holds the record's lock, so nobody has deleted or reclaimed
     /// it since: its lock is taken exclusively (an upgrade, or nothing if held so already).
     fn lookup_written(&mut self, table_id: TableId, key: u64) -> Result<Option<(u64, u64)>, Aborted> {
-        let recent = self.worker.found.iter().rev().take(RECENT_READS).find(|&&(t, k, _)| t == table_id && k == key);
-        if let Some(&(_, _, rid)) = recent {
+        if let Some(rid) = recently_found(&self.worker.found, table_id, key) {
             interleave::point();
             if let Some(seq) = self.lock_record(table_id, rid, true)? {
                 return Ok(Some((rid, seq)));

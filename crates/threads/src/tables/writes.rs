@@ -31,6 +31,13 @@ use super::trace::WriteEffect;
 /// keeps the search short in attempts that read thousands of rows.
 pub const RECENT_READS: usize = 32;
 
+/// The record the newest of the last [`RECENT_READS`] entries of `found` (`(table, key,
+/// record)` of the point reads that found one, newest last) holds for `key` of `table`.
+#[inline]
+pub fn recently_found(found: &[(TableId, u64, u64)], table: TableId, key: u64) -> Option<u64> {
+    found.iter().rev().take(RECENT_READS).find(|&&(t, k, _)| t == table && k == key).map(|&(_, _, rid)| rid)
+}
+
 /// What a buffered write does, and what it needs at commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {

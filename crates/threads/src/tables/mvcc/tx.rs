@@ -27,7 +27,7 @@ use ordo_workload::{Aborted, Tx};
 
 use super::super::database::{ABSENT, Table, VERSION_MASK};
 use super::super::trace::Trace;
-use super::super::writes::RECENT_READS;
+use super::super::writes::recently_found;
 use super::chain::{Target, Visible, stamp_words, visible};
 use super::{MvccTables, MvccTx, MvccWorker, ReadEntry, WriteKind};
 use crate::interleave;
@@ -154,15 +154,14 @@ impl MvccTx<'_> {
         }
     }
 
-    /// [`MvccTx::find`] for a put or a delete. A key among the attempt's last [`RECENT_READS`]
+    /// [`MvccTx::find`] for a put or a delete. A key among the attempt's last [`RECENT_READS`](crate::tables::writes::RECENT_READS)
     /// point reads that found a record keeps that record, so a read-modify-write (or a read
     /// then delete) does not descend the index twice. The attempt's epoch pin keeps the record from being recycled, so while it
     /// is alive it is still the key's; a dead one, or a version without the row (which under
     /// SSN needs the leaf that holds the key), sends the put to the index as before.
     fn find_written(&mut self, table_id: TableId, key: u64) -> Result<Found, Aborted> {
         let worker = &mut *self.worker;
-        let recent = worker.found.iter().rev().take(RECENT_READS).find(|&&(t, k, _)| t == table_id && k == key);
-        if let Some(&(_, _, rid)) = recent {
+        if let Some(rid) = recently_found(&worker.found, table_id, key) {
             let table = self.mvcc.db.table(table_id);
             match visible(&self.mvcc.slots, table, rid, worker.snapshot, None) {
                 Err(cause) => {
