@@ -77,10 +77,16 @@ impl PrimaryIndex {
     /// See [`OrderedIndex::prefetch`]; a dense index has nothing to load and reports each key
     /// it holds at once.
     #[inline]
-    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(u64)) {
+    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(usize, u64)) {
         match self {
             PrimaryIndex::Ordered(index) => index.prefetch(keys, found),
-            PrimaryIndex::Dense(index) => keys.iter().filter_map(|&key| index.get(key).ok()).for_each(&mut found),
+            PrimaryIndex::Dense(index) => {
+                for (i, &key) in keys.iter().enumerate() {
+                    if let Ok(value) = index.get(key) {
+                        found(i, value);
+                    }
+                }
+            }
         }
     }
 

@@ -133,13 +133,17 @@ fn reader(index: &OrderedIndex, reader_id: usize, seed: u64, done: &AtomicBool) 
         if stable(probe) {
             assert_eq!(index.get(probe), Ok(value_of(probe)), "stable key {probe} not found");
         }
-        // A prefetch hint races the writers' splits and unlinks: it may report stale values
-        // (its reads are not validated), but it must neither fail nor report more values than
-        // it was given keys.
+        // A prefetch pass races the writers' splits and unlinks. It may leave a key it could
+        // not settle unreported, but what it reports is validated: each key at most once, in
+        // order, with a value the key has had, and a stable key never with another.
         let hinted: Vec<u64> = (0..24).map(|_| rng.random_range(0..KEYS + 10)).collect();
-        let mut reports = 0;
-        index.prefetch(&hinted, |_| reports += 1);
-        assert!(reports <= hinted.len());
+        let mut reported: Vec<usize> = Vec::new();
+        index.prefetch(&hinted, |i, value| {
+            let key = hinted[i];
+            assert!(key < KEYS && value == value_of(key), "prefetch reported {value} for key {key}");
+            assert!(reported.last().is_none_or(|&last| last < i), "prefetch reported key {i} twice or out of order");
+            reported.push(i);
+        });
     }
     scans
 }

@@ -65,8 +65,10 @@ fn deep_trees_survive_subtree_removal_and_emptying() {
     // their values, in order, and absent ones nothing.
     let probes: Vec<u64> = (0..1000).map(|_| rng.random_range(0..KEY_SPACE)).collect();
     let mut reported = Vec::new();
-    index.prefetch(&probes, |value| reported.push(value));
-    assert_eq!(reported, probes.iter().filter_map(|key| model.get(key).copied()).collect::<Vec<_>>());
+    index.prefetch(&probes, |i, value| reported.push((i, value)));
+    let expected: Vec<(usize, u64)> =
+        probes.iter().enumerate().filter_map(|(i, key)| Some((i, *model.get(key)?))).collect();
+    assert_eq!(reported, expected);
 
     // Remove a middle fifth in random order: whole subtrees empty and are unlinked.
     let middle: Vec<(u64, u64)> = model.range(KEY_SPACE * 2 / 5..KEY_SPACE * 3 / 5).map(|(&k, &v)| (k, v)).collect();

@@ -122,8 +122,9 @@ fn run(ops: &[Op], index: &OrderedIndex, model: &mut BTreeMap<u64, u64>) -> Resu
             },
             Op::Prefetch(ref keys) => {
                 let mut reported = Vec::new();
-                index.prefetch(keys, |value| reported.push(value));
-                let expected: Vec<u64> = keys.iter().filter_map(|key| model.get(key).copied()).collect();
+                index.prefetch(keys, |i, value| reported.push((i, value)));
+                let expected: Vec<(usize, u64)> =
+                    keys.iter().enumerate().filter_map(|(i, key)| Some((i, *model.get(key)?))).collect();
                 prop_assert_eq!(reported, expected, "prefetch {:?}", keys);
             }
             Op::Scan { low, high, direction, limit } => {

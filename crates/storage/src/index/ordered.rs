@@ -279,39 +279,58 @@ impl OrderedIndex {
 
     /// A hint that `keys` will be looked up soon: runs their descents side by side, one level
     /// at a time, each asking for the lines of the child it will read next, then calls
-    /// `found(value)` for every key its leaf holds (so the caller can ask for the record too).
+    /// `found(i, value)` for every `keys[i]` its leaf holds (so the caller can ask for the
+    /// record too, and keep `value` for the lookup that follows).
     ///
     /// One descent alone waits for each level's node before it can choose the next; the
     /// descents of a group wait together, since a node asked for in one round is read in the
     /// next, after the rest of the group's searches (Chen, Ailamaki, Gibbons and Mowry, "Improving
-    /// Hash Join Performance through Prefetching", ICDE 2004, call this group prefetching). The
-    /// reads are not validated: a hint that races a split or a retire may ask for the wrong
-    /// lines or report a stale value, which costs time, never correctness (callers look the key
-    /// up properly afterwards, and record arenas ignore ids they do not hold).
-    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(u64)) {
-        let Some(root) = self.node(self.root.load(Ordering::Acquire)) else { return };
+    /// Hash Join Performance through Prefetching", ICDE 2004, call this group prefetching).
+    ///
+    /// What is reported is validated as a [`Self::get`] is: each node's version is read before
+    /// its entries and checked after them, and a descent whose node was locked, obsolete or
+    /// changed stops without a report. So `found(i, value)` means `keys[i]` mapped to `value`
+    /// at some moment during this call; a key the pass could not settle is simply not
+    /// reported, and a caller looks it up properly. Under an epoch pin taken before the call,
+    /// a reported value therefore stays the key's until whoever unlinks the key retires it.
+    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(usize, u64)) {
+        let root_id = self.root.load(Ordering::Acquire);
+        let Some(root) = self.node(root_id) else { return };
         let height = root.level();
-        for group in keys.chunks(PREFETCH_GROUP) {
-            let mut at = [root; PREFETCH_GROUP];
+        for (group_index, group) in keys.chunks(PREFETCH_GROUP).enumerate() {
+            // A descent's node, or `None` once its descent stopped.
+            let mut at = [Some(root); PREFETCH_GROUP];
             for level in (1..=height).rev() {
-                for (node, &key) in at.iter_mut().zip(group) {
-                    // A node of another level than its round's was changed under this hint
-                    // (the tree grew or shrank): the hint for this key ends here.
-                    if node.level() == level {
-                        let child = node.upper_bound_untouched(node.inner_count(), key);
-                        if let Some(next) = self.node(node.child(child)) {
-                            next.prefetch();
-                            *node = next;
-                        }
+                for (slot, &key) in at.iter_mut().zip(group) {
+                    let Some(node) = *slot else { continue };
+                    *slot = None;
+                    // A node of another level than its round's was changed under this pass
+                    // (the tree grew or shrank): the descent stops here.
+                    let Some(version) = node.read_version() else { continue };
+                    if node.level() != level {
+                        continue;
+                    }
+                    let child = node.upper_bound_untouched(node.inner_count(), key);
+                    let Some(next) = self.node(node.child(child)) else { continue };
+                    if node.validate(version) {
+                        next.prefetch();
+                        *slot = Some(next);
                     }
                 }
             }
-            for (leaf, &key) in at.iter().zip(group) {
-                if leaf.level() == 0 {
-                    let count = leaf.leaf_count();
-                    let position = leaf.lower_bound_untouched(count, key);
-                    if position < count && leaf.key(position) == key {
-                        found(leaf.value(position));
+            let first = group_index * PREFETCH_GROUP;
+            for (offset, (leaf, &key)) in at.iter().zip(group).enumerate() {
+                let Some(leaf) = *leaf else { continue };
+                let Some(version) = leaf.read_version() else { continue };
+                if leaf.level() != 0 {
+                    continue;
+                }
+                let count = leaf.leaf_count();
+                let position = leaf.lower_bound_untouched(count, key);
+                if position < count && leaf.key(position) == key {
+                    let value = leaf.value(position);
+                    if leaf.validate(version) {
+                        found(first + offset, value);
                     }
                 }
             }

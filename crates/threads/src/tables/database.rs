@@ -181,10 +181,14 @@ impl Table {
     }
 
     /// A hint that `keys` will be read soon: asks for their index nodes and records (see
-    /// [`OrderedIndex::prefetch`]). Changes nothing a transaction can observe.
+    /// [`OrderedIndex::prefetch`]) and calls `found(i, rid)` for each `keys[i]` the index held,
+    /// with its record. Changes nothing a transaction can observe.
     #[inline]
-    pub fn prefetch(&self, keys: &[u64]) {
-        self.index.prefetch(keys, |rid| self.records.prefetch(rid));
+    pub fn prefetch(&self, keys: &[u64], mut found: impl FnMut(usize, u64)) {
+        self.index.prefetch(keys, |i, rid| {
+            self.records.prefetch(rid);
+            found(i, rid);
+        });
     }
 
     /// The version arena of a multi-version table.
@@ -210,6 +214,68 @@ impl Table {
     /// Raises `retired_version_max` to at least `version`.
     pub fn raise_retired_version(&self, version: u64) {
         self.retired_version_max.fetch_max(version, Ordering::AcqRel);
+    }
+}
+
+/// The records an attempt's latest prefetch pass found, `(key, rid)` in the pass's order, so
+/// that the point reads which follow it need not descend the tree again (YCSB's reads do so
+/// for every key: about a sixth of a Silo transaction's instructions on the tree).
+///
+/// A hint is as good as a lookup made at the moment of the pass, provided the pass ran under
+/// the attempt's epoch pin, which is why an attempt clears its hints when it begins:
+/// - the pass reports only validated index entries ([`OrderedIndex::prefetch`]), so `rid` was
+///   `key`'s record at some moment under the pin;
+/// - a record leaves the index only while its remover holds its lock, and the store that
+///   unlocks it marks it dead; a record retired after the pin was taken is not recycled
+///   before the pin ends.
+///
+/// So a hinted record that a reader finds alive is still `key`'s, exactly as one the index
+/// returned a moment before would be, and a dead one sends the reader to the index, as a
+/// lookup's dead record always has. Only tree indexes keep hints: an array's lookup is cheaper
+/// than the search of the hints.
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    table: TableId,
+    found: Vec<(u64, u64)>,
+    /// Where the next search starts: reads mostly follow the pass's order.
+    next: usize,
+}
+
+impl Prefetched {
+    /// Forgets every hint (an attempt begins; its pin is new).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.found.clear();
+        self.next = 0;
+    }
+
+    /// Runs the prefetch pass of `keys` of table `table_id` and keeps what it found, in place
+    /// of the hints before.
+    #[inline]
+    pub fn run(&mut self, table: &Table, table_id: TableId, keys: &[u64]) {
+        self.clear();
+        self.table = table_id;
+        if matches!(table.index, PrimaryIndex::Ordered(_)) {
+            let found = &mut self.found;
+            table.prefetch(keys, |i, rid| found.push((keys[i], rid)));
+        } else {
+            table.prefetch(keys, |_, _| {});
+        }
+    }
+
+    /// The record the latest pass found for `key` of table `table_id`, if it found one.
+    #[inline]
+    pub fn record(&mut self, table_id: TableId, key: u64) -> Option<u64> {
+        if table_id != self.table || self.found.is_empty() {
+            return None;
+        }
+        let (before, after) = self.found.split_at(self.next);
+        let at = match after.iter().position(|&(k, _)| k == key) {
+            Some(offset) => self.next + offset,
+            None => before.iter().position(|&(k, _)| k == key)?,
+        };
+        self.next = at + 1;
+        Some(self.found[at].1)
     }
 }
 

@@ -16,7 +16,9 @@
 //!   [`database::Table::prefetch`], which every protocol's `Tx::prefetch` calls with the keys
 //!   of a step (a workload passes them before it reads them, as `KvTables` does): the index
 //!   descents of the group run side by side and ask for each node and record before reading
-//!   it, so their cache misses overlap (`OrderedIndex::prefetch`).
+//!   it, so their cache misses overlap (`OrderedIndex::prefetch`); and
+//!   [`database::Prefetched`], the records that pass found, from which the attempt's point
+//!   reads of those keys start instead of descending the tree a second time.
 //! * [`silo`]: Silo (Tu et al., SOSP 2013) over tables: TID words, read sets, node sets
 //!   (§4.6) for absent keys and scans, inserts through absent placeholder records, deletes
 //!   through tombstones, and epoch-deferred reclamation of both.

@@ -14,8 +14,9 @@
 //!   lock_record       spin until the record's lock bit is ours (callers lock in key order)
 //!   lock_live_record  the same, unless the record is dead (reclamation)
 //!   Sets              an attempt's read set, node set, write buffer, placeholders made,
-//!                     row buffer and trace; the operations of `Tx` on them (get, put,
-//!                     insert, delete, scan), locking and releasing the write set
+//!                     prefetch hints, row buffer and trace; the operations of `Tx` on them
+//!                     (prefetch, get, put, insert, delete, scan), locking and releasing the
+//!                     write set
 //! ```
 //!
 //! Each protocol keeps its commit (validation and timestamps) and its own meta word layout;
@@ -27,7 +28,9 @@ use ordo_storage::epoch::Guard;
 use ordo_storage::{InsertError, LeafVersion, TableId};
 use ordo_workload::Aborted;
 
-use super::database::{ABSENT, Database, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record};
+use super::database::{
+    ABSENT, Database, META_WORD, Prefetched, SEQ_WORD, TABLE_HEADER_WORDS, Table, VERSION_MASK, write_record,
+};
 use super::reclaim::Reclaimer;
 use super::scan::{Range, scan_merged};
 use super::trace::Trace;
@@ -149,6 +152,8 @@ pub(super) struct Sets {
     pub reclaimer: Reclaimer,
     /// How many of `writes.entries` (sorted) commit has locked.
     pub locked: usize,
+    /// What the attempt's latest prefetch pass found.
+    prefetched: Prefetched,
     row: Vec<u64>,
     in_range: Vec<usize>,
     pub trace: Trace,
@@ -162,6 +167,7 @@ impl Sets {
             writes: WriteBuffer::default(),
             reclaimer: Reclaimer::default(),
             locked: 0,
+            prefetched: Prefetched::default(),
             row: Vec::new(),
             in_range: Vec::new(),
             trace,
@@ -175,7 +181,15 @@ impl Sets {
         self.writes.clear();
         self.reclaimer.forget_created();
         self.locked = 0;
+        self.prefetched.clear();
         self.trace.clear();
+    }
+
+    /// `Tx::prefetch`: the pass, whose finds the point reads after it start from (a simulator
+    /// may switch workers between the two).
+    pub fn prefetch(&mut self, db: &Database, table: TableId, keys: &[u64]) {
+        self.prefetched.run(db.table(table), table, keys);
+        interleave::point();
     }
 
     /// Puts record `rid` of `key`, seen as `(meta, seq)`, into the read set and the trace.
@@ -198,8 +212,9 @@ impl Sets {
         }
         let table = db.table(table_id);
         self.row.resize(table.row_words, 0);
+        let mut hinted = self.prefetched.record(table_id, key);
         loop {
-            match table.index.get(key) {
+            match hinted.take().map_or_else(|| table.index.get(key), Ok) {
                 Err(leaf) => {
                     note_leaf(&mut self.nodes, table_id, leaf);
                     self.trace.absent(table_id, key);

@@ -234,7 +234,7 @@ impl Drop for SerialTx<'_> {
 impl Tx for SerialTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.serial.db.table(table).prefetch(keys);
+        self.serial.db.table(table).prefetch(keys, |_, _| {});
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {

@@ -5,6 +5,8 @@
 //!   meta (TID word):  [ lock:1 | latest:1 | dead:1 | epoch:29 | sequence:32 ]
 //!   seq word:         [ absent:1 | version:63 ]
 //!
+//!   prefetch   the index's validated pass over a step's keys; a later get of a key it
+//!              found starts from that record instead of index.get (a dead one: index.get)
 //!   get k      own write? answer from it. Else index.get(k):
 //!                no record  -> node set += (leaf, version) the index reported; false
 //!                record r   -> seqlock copy (meta, seq, row); read set += (r, meta);
@@ -389,7 +391,7 @@ impl Drop for SiloTx<'_> {
 impl Tx for SiloTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.silo.db.table(table).prefetch(keys);
+        self.worker.sets.prefetch(&self.silo.db, table, keys);
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {

@@ -436,7 +436,7 @@ impl Drop for TicTocTx<'_> {
 impl Tx for TicTocTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.tictoc.db.table(table).prefetch(keys);
+        self.worker.sets.prefetch(&self.tictoc.db, table, keys);
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {

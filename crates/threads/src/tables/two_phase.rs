@@ -64,7 +64,7 @@ use ordo_storage::{Direction, InsertError, LeafVersion, TableId};
 use ordo_workload::{Aborted, TableWorkload, Tx};
 
 use super::database::{
-    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, VERSION_MASK, write_record,
+    ABSENT, Database, Index, LoadError, META_WORD, Prefetched, SEQ_WORD, TABLE_HEADER_WORDS, VERSION_MASK, write_record,
 };
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
@@ -136,6 +136,8 @@ pub struct TwoPhaseWorker {
     /// `(table, key, record)` of every point read that found a record, newest last: a put
     /// looks here before it descends the index (see `TwoPhaseTx::lookup_written`).
     found: Vec<(TableId, u64, u64)>,
+    /// What the attempt's latest prefetch pass found: a lookup starts from it.
+    prefetched: Prefetched,
     row: Vec<u64>,
     in_range: Vec<usize>,
     /// Why the attempt's last failed operation failed.
@@ -163,6 +165,7 @@ impl TwoPhaseWorker {
         debug_assert!(self.locks.is_empty(), "an attempt ends without locks");
         self.writes.clear();
         self.found.clear();
+        self.prefetched.clear();
         self.reclaimer.forget_created();
         self.cause = AbortCause::Conflict;
         self.trace.clear();
@@ -339,6 +342,7 @@ impl TableProtocol for TwoPhaseTables {
             items: Vec::new(),
             leaves: Vec::new(),
             found: Vec::new(),
+            prefetched: Prefetched::default(),
             row: Vec::new(),
             in_range: Vec::new(),
             cause: AbortCause::Conflict,
@@ -454,12 +458,15 @@ impl TwoPhaseTx<'_> {
     }
 
     /// `key`'s record, locked (`exclusive` or shared), with its seq word; `None` when the key
-    /// has no record, its gap locked shared (as a scan of `key..=key`).
+    /// has no record, its gap locked shared (as a scan of `key..=key`). Starts from the record
+    /// the attempt's prefetch pass found for `key`, if any (see [`Prefetched`]): once its lock
+    /// is held and it is not dead, it is the key's.
     fn lookup(&mut self, table_id: TableId, key: u64, exclusive: bool) -> Result<Option<(u64, u64)>, Aborted> {
         interleave::point();
         let table = self.two_phase.db.table(table_id);
+        let mut hinted = self.worker.prefetched.record(table_id, key);
         loop {
-            match table.index.get(key) {
+            match hinted.take().map_or_else(|| table.index.get(key), Ok) {
                 Ok(rid) => {
                     if let Some(seq) = self.lock_record(table_id, rid, exclusive)? {
                         return Ok(Some((rid, seq)));
@@ -632,7 +639,8 @@ impl Drop for TwoPhaseTx<'_> {
 impl Tx for TwoPhaseTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.two_phase.db.table(table).prefetch(keys);
+        self.worker.prefetched.run(self.two_phase.db.table(table), table, keys);
+        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {

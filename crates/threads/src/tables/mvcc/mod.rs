@@ -109,7 +109,8 @@ use self::slots::{Phase, Slots};
 pub use self::ssn::SSN_WORKERS_MAX;
 use super::database::versioned::{COUNT, CSTAMP, NEWEST, NO_VERSION};
 use super::database::{
-    ABSENT, Database, Index, KEY_WORD, Layout, LoadError, SEQ_WORD, Table, VERSION_MASK, versioned, write_version,
+    ABSENT, Database, Index, KEY_WORD, Layout, LoadError, Prefetched, SEQ_WORD, Table, VERSION_MASK, versioned,
+    write_version,
 };
 use super::durable::CheckpointSource;
 use super::epoch::Epochs;
@@ -262,6 +263,8 @@ pub struct MvccWorker {
     /// `(table, key, record)` of every point read that found a record, newest last: a put or
     /// a delete looks here before it descends the index (see `MvccTx::find_written`).
     found: Vec<(TableId, u64, u64)>,
+    /// What the attempt's latest prefetch pass found: a lookup starts from it.
+    prefetched: Prefetched,
     writes: Vec<WriteEntry>,
     rows: Vec<u64>,
     /// Placeholders this attempt put into an index.
@@ -340,6 +343,7 @@ impl MvccWorker {
         self.nodes.clear();
         self.eta_reads = 0;
         self.found.clear();
+        self.prefetched.clear();
         self.writes.clear();
         self.rows.clear();
         self.created.clear();
@@ -432,6 +436,7 @@ impl MvccTables {
             nodes: Vec::new(),
             eta_reads: 0,
             found: Vec::new(),
+            prefetched: Prefetched::default(),
             writes: Vec::new(),
             rows: Vec::new(),
             created: Vec::new(),

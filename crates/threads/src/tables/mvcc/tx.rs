@@ -2,6 +2,8 @@
 //! the read set, node set and read-time stamps they leave behind.
 //!
 //! ```text
+//!   prefetch   the index's validated pass over a step's keys; a later get of a key it
+//!              found starts from that record instead of index.get (a dead one: index.get)
 //!   get k      own write? answer from it. Else index.get(k):
 //!                no record  -> absent (SSN: its leaf and version into the node set)
 //!                record r   -> the version of r the snapshot sees: present, a tombstone,
@@ -131,8 +133,9 @@ impl MvccTx<'_> {
         let table = mvcc.db.table(table_id);
         let worker = &mut *self.worker;
         worker.row.resize(table.row_words, 0);
+        let mut hinted = worker.prefetched.record(table_id, key);
         loop {
-            let rid = match table.index.get(key) {
+            let rid = match hinted.take().map_or_else(|| table.index.get(key), Ok) {
                 Err(leaf) => return Ok(Found::NoRecord(leaf)),
                 Ok(rid) => rid,
             };
@@ -212,7 +215,8 @@ impl MvccTx<'_> {
 impl Tx for MvccTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.mvcc.db.table(table).prefetch(keys);
+        self.worker.prefetched.run(self.mvcc.db.table(table), table, keys);
+        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {

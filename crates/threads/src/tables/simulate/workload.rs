@@ -23,6 +23,10 @@
 //! `cap` rows, which a phantom breaks (two inserts into one group, each counting the group
 //! before the other's insert, is write skew through a predicate read).
 //!
+//! Transfers, reads and rebalances run a prefetch pass over the keys they are about to read
+//! first, as YCSB's steps do, so the reads that follow start from the pass's records, which
+//! another worker may delete, move or replace between the pass and the read.
+//!
 //! Procedures may meet an inconsistent view under optimistic protocols (a row just read present
 //! is gone when written; an index entry without its row): such an attempt cannot commit, so
 //! the procedure stops it with `Err(Aborted)` instead of carrying on.
@@ -201,6 +205,7 @@ impl SimWorkload {
     fn read_members(tx: &mut dyn Tx, group: u64, keys: &[u64], rows: &mut Vec<u64>) -> Result<(), Aborted> {
         rows.clear();
         let mut row = [0; ROW_WORDS];
+        tx.prefetch(ITEMS, keys);
         for &key in keys {
             if !tx.get(ITEMS, key, &mut row, false)? || row[GROUP] != group {
                 return Err(Aborted);
@@ -212,6 +217,7 @@ impl SimWorkload {
 
     fn transfer(tx: &mut dyn Tx, from: u64, to: u64, amount: i64) -> Result<Outcome, Aborted> {
         let (mut a, mut b) = ([0; ROW_WORDS], [0; ROW_WORDS]);
+        tx.prefetch(ITEMS, &[from, to]);
         if !tx.get(ITEMS, from, &mut a, true)? || from == to || !tx.get(ITEMS, to, &mut b, true)? {
             return Ok(Outcome::Commit);
         }
@@ -413,6 +419,7 @@ impl TableWorkload for SimWorkload {
             SCAN => Self::scan(tx, txn, scratch),
             READS => {
                 let mut row = [0; ROW_WORDS];
+                tx.prefetch(ITEMS, keys);
                 for &key in keys {
                     tx.get(ITEMS, key, &mut row, false)?;
                 }
