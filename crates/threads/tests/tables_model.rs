@@ -1,5 +1,5 @@
-//! Silo over tables against a model: one worker runs random transactions of gets, puts,
-//! inserts, deletes and scans (both directions, with limits) over a small key range, each
+//! Silo over tables against a model: one worker runs random transactions of gets (alone, or
+//! after a prefetch pass over several keys), puts, inserts, deletes and scans (both directions, with limits) over a small key range, each
 //! committed or abandoned at random, with reclamation in between; every answer, and the final
 //! table, must equal a `BTreeMap`'s. The recorded history must pass the checker, which needs
 //! every key's versions to be written once each, across deletes, reclamation and re-inserts.
@@ -71,7 +71,7 @@ fn random_transactions_match_a_btreemap() {
             let key = rng.random_range(0..KEYS);
             let value = [rng.random(), t as u64];
             let context = || format!("seed {seed}: transaction {t} operation {op} on key {key}");
-            match rng.random_range(0..5) {
+            match rng.random_range(0..6) {
                 0 => {
                     let found = tx.get(TABLE, key, &mut row, false).unwrap();
                     assert_eq!(found.then_some(row.to_vec()), view.get(&key).cloned(), "{} (get)", context());
@@ -93,6 +93,22 @@ fn random_transactions_match_a_btreemap() {
                 3 => {
                     let expected = view.remove(&key).is_some();
                     assert_eq!(tx.delete(TABLE, key).unwrap(), expected, "{} (delete)", context());
+                }
+                4 => {
+                    // A prefetch pass over a step's keys, then the step's reads: each starts
+                    // from the record the pass found, which the attempt's own writes
+                    // (buffered puts, inserts and deletes) must still shadow.
+                    let keys: Vec<u64> = (0..rng.random_range(1..=6)).map(|_| rng.random_range(0..KEYS)).collect();
+                    tx.prefetch(TABLE, &keys);
+                    for &key in &keys {
+                        let found = tx.get(TABLE, key, &mut row, false).unwrap();
+                        assert_eq!(
+                            found.then_some(row.to_vec()),
+                            view.get(&key).cloned(),
+                            "{} (prefetched get of {key})",
+                            context()
+                        );
+                    }
                 }
                 _ => {
                     let high = key + rng.random_range(0..KEYS / 4);

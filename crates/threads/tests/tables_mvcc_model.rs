@@ -1,11 +1,11 @@
 //! The multi-version protocols over tables against a model of snapshot isolation: up to three
-//! attempts at once, interleaved at random on one thread, each doing random gets, puts,
-//! inserts, deletes and scans (both directions, with limits) over a small key range. Every
-//! answer must be the one the attempt's snapshot (the committed state when it began) plus its
-//! own writes gives; a write of a key that a later commit changed must abort at once, and a
-//! commit must fail exactly when first committer wins says so (`mvcc_si`) or may fail only
-//! then or for serializability (`ssi`). The final table must equal the model's, and `ssi`'s
-//! history must pass the checker.
+//! attempts at once, interleaved at random on one thread, each doing random gets, prefetch
+//! passes (which later gets start from), puts, inserts, deletes and scans (both directions,
+//! with limits) over a small key range. Every answer must be the one the attempt's snapshot
+//! (the committed state when it began) plus its own writes gives; a write of a key that a later
+//! commit changed must abort at once, and a commit must fail exactly when first committer wins
+//! says so (`mvcc_si`) or may fail only then or for serializability (`ssi`). The final table
+//! must equal the model's, and `ssi`'s history must pass the checker.
 //!
 //! With a small version cap, old snapshots lose versions: then a read may abort with
 //! `snapshot_too_old`, but whatever it returns is still exactly the snapshot's answer.
@@ -224,7 +224,7 @@ fn operate(
             Err(Aborted) => Err(conflict),
         }
     };
-    match rng.random_range(0..5) {
+    match rng.random_range(0..6) {
         0 => {
             let found = aborted(attempt.tx.get(TABLE, key, &mut row, false), false, "get")?;
             assert_eq!(found.then(|| row.to_vec()), attempt.view.get(&key).cloned(), "{context}: get {key}");
@@ -260,6 +260,13 @@ fn operate(
                 let kind = if own == Some(Kind::Insert) { Kind::InsertDelete } else { Kind::Delete };
                 attempt.written.insert(key, kind);
             }
+        }
+        4 => {
+            // A prefetch pass: the attempt's later gets of these keys start from the records
+            // it found, which the attempts interleaved with this one may delete, reclaim or
+            // replace in between; their answers are checked like any get's.
+            let keys: Vec<u64> = (0..rng.random_range(1..=8)).map(|_| rng.random_range(0..KEYS)).collect();
+            attempt.tx.prefetch(TABLE, &keys);
         }
         _ => {
             let high = key + rng.random_range(0..KEYS / 2);
