@@ -3,7 +3,8 @@
 //! nothing is locked, validated or stamped.
 //!
 //! ```text
-//!   get / scan   read the record directly (nobody else writes it); own writes first
+//!   get / scan   read the record directly (nobody else writes it); own writes first; a get
+//!                of a key the prefetch pass found starts from the record it found
 //!   put          buffered if the key is present
 //!   insert       absent record: buffered; no record: an absent placeholder goes into the
 //!                index at once (so own scans find it), buffered
@@ -28,7 +29,7 @@ use ordo_storage::{Direction, InsertError, TableId};
 use ordo_workload::{Aborted, TableWorkload, Tx};
 
 use super::database::{
-    ABSENT, Database, Index, LoadError, META_WORD, SEQ_WORD, TABLE_HEADER_WORDS, Table, write_record,
+    ABSENT, Database, Index, LoadError, META_WORD, Prefetched, SEQ_WORD, TABLE_HEADER_WORDS, Table, write_record,
 };
 use super::epoch::Epochs;
 use super::protocol::{Committed, TableProtocol, WorkerOptions};
@@ -53,6 +54,9 @@ pub struct SerialTables {
 pub struct SerialWorker {
     writes: WriteBuffer,
     reclaimer: Reclaimer,
+    /// What the attempt's latest prefetch pass found: a lookup starts from it (nothing
+    /// unlinks a record while the one worker's attempt runs).
+    prefetched: Prefetched,
     row: Vec<u64>,
     in_range: Vec<usize>,
     trace: Trace,
@@ -62,6 +66,7 @@ impl SerialWorker {
     fn clear_attempt(&mut self) {
         self.writes.clear();
         self.reclaimer.forget_created();
+        self.prefetched.clear();
         self.trace.clear();
     }
 }
@@ -128,6 +133,7 @@ impl TableProtocol for SerialTables {
         SerialWorker {
             writes: WriteBuffer::default(),
             reclaimer: Reclaimer::default(),
+            prefetched: Prefetched::default(),
             row: Vec::new(),
             in_range: Vec::new(),
             trace: Trace::new(options.index, options.workers, options.record_history),
@@ -213,8 +219,19 @@ impl SerialTx<'_> {
     fn locate(&mut self, table_id: TableId, key: u64) -> Option<(u64, u64)> {
         interleave::point();
         let table = self.serial.db.table(table_id);
-        match table.index.get(key) {
-            Ok(rid) => Some((rid, table.record(rid)[SEQ_WORD].load(Ordering::Relaxed))),
+        let found = match self.worker.prefetched.record(table_id, key) {
+            Some(rid) => Ok(rid),
+            None => table.index.get(key),
+        };
+        match found {
+            Ok(rid) => {
+                debug_assert_eq!(
+                    table.record(rid)[META_WORD].load(Ordering::Relaxed) & DEAD,
+                    0,
+                    "a hinted record died"
+                );
+                Some((rid, table.record(rid)[SEQ_WORD].load(Ordering::Relaxed)))
+            }
             Err(_) => {
                 self.worker.trace.absent(table_id, key);
                 None
@@ -234,7 +251,8 @@ impl Drop for SerialTx<'_> {
 impl Tx for SerialTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.serial.db.table(table).prefetch(keys, |_, _| {});
+        self.worker.prefetched.run(self.serial.db.table(table), table, keys);
+        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
