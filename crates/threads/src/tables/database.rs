@@ -789,3 +789,33 @@ fn load_part(
         None => Ok(entries),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints(table: TableId, found: &[(u64, u64)]) -> Prefetched {
+        Prefetched { table, found: found.to_vec(), next: 0 }
+    }
+
+    #[test]
+    fn hints_answer_keys_of_their_table_in_any_order() {
+        let mut hints = hints(3, &[(10, 100), (20, 200), (30, 300)]);
+        assert_eq!(hints.record(3, 10), Some(100));
+        assert_eq!(hints.record(3, 20), Some(200));
+        // Out of the pass's order, and again: the search wraps around.
+        assert_eq!(hints.record(3, 10), Some(100));
+        assert_eq!(hints.record(3, 30), Some(300));
+        assert_eq!(hints.record(3, 30), Some(300));
+        assert_eq!(hints.record(3, 15), None, "a key the pass did not find");
+        assert_eq!(hints.record(4, 10), None, "a key of another table");
+        hints.clear();
+        assert_eq!(hints.record(3, 10), None, "a new attempt has no hints");
+    }
+
+    #[test]
+    fn hints_of_an_empty_pass_answer_nothing() {
+        let mut hints = Prefetched::default();
+        assert_eq!(hints.record(0, 0), None);
+    }
+}
