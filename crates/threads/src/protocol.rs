@@ -178,7 +178,7 @@ impl Recording {
 /// Timestamps a worker takes in one grab from [`TimestampClock`].
 const TIMESTAMP_BLOCK: u64 = 64;
 
-/// Wait-die's timestamp source, handing out blocks of [`TIMESTAMP_BLOCK`] so that workers
+/// Wait-die's timestamp source, handing out blocks of 64 timestamps so that workers
 /// touch the shared counter once per 64 transactions instead of on every one (on its own cache
 /// line, so nothing else a worker reads moves with it).
 ///
