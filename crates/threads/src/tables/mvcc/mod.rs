@@ -25,7 +25,8 @@
 //! at or below its snapshot) it waits until the install is done. Because a committer locks
 //! before it draws its stamp, every committer stamped at or below a snapshot is already
 //! visible as a lock (or as its version) to a reader of that snapshot: snapshots are
-//! consistent. A read-only transaction takes no stamp and writes nothing shared at commit.
+//! consistent. A read-only transaction takes no stamp (under `ssi` it raises the pstamps of
+//! what it read to its snapshot at commit, and checks them).
 //!
 //! `ssi` adds SSN's exclusion window, computed in parallel as in ERMIA (module `ssn`): each
 //! committer marks what it overwrites and registers as a reader of what it read before
@@ -36,12 +37,12 @@
 //! ```text
 //!   x@5, y@7 (cstamp 5 and 7, sstamp none); clock 10
 //!   T1 begins, S = 10                        T2 begins, S = 10
-//!   T1 reads x@5, y@7: pstamps raised to 10  T2 reads x@5, y@7
+//!   T1 reads x@5, y@7                        T2 reads x@5, y@7
 //!   T1 writes x                              T2 writes y
 //!   T1 commits: lock x; x@5 is newest and 5 <= 10 (first committer wins: fine)
 //!     mark x@5.sstamp = T1; y@7.readers += T1; c1 = 11
 //!     pi  = min(11, sstamp(y@7) = none)               = 11
-//!     eta = max(5, 7, pstamp(x@5) = 10)               = 10     11 > 10: commit
+//!     eta = max(5, 7, pstamp(x@5) = 5)                = 7      11 > 7: commit
 //!     link x@11; x@5.sstamp = 11; y@7.pstamp = 11; leave y@7.readers
 //!                                            T2 commits: lock y; y@7 newest, 7 <= 10: fine
 //!                                              mark y@7.sstamp = T2; x@5.readers += T2; c2 = 12

@@ -29,14 +29,20 @@
 //! ## Read-only transactions
 //! A transaction that wrote nothing commits at its snapshot: it is serialized just after the
 //! last commit it sees (stamp `S + 1/2`), so every version it read was written before it and
-//! every overwriter of one comes after it. It never takes a stamp, marks, bits or pstamps at
-//! commit: each read raised the version's pstamp to `S` when it happened (a reader does not
-//! know yet whether it will write), and each scanned leaf's stamp likewise. An overwriter
-//! that computes its eta after that raise sees `S` and aborts itself if `pi <= S`; one that
-//! computed it before cannot have missed the reader and gone unnoticed, because the reader
-//! checks every version it read at commit (store then load on both sides): it waits for an
-//! overwriter in flight to decide, and aborts if any overwriter committed with `pi <= S`.
-//! Its leaves it validates like any scanner. So a read-only commit is loads only.
+//! every overwriter of one comes after it. It takes no stamp, marks or bits: at commit it
+//! raises the pstamp of every version it read to `S` and then checks each of them (each
+//! scanned leaf's stamp it raised to `S` when it looked). An overwriter that computes its eta
+//! after that raise sees `S` and aborts itself if `pi <= S`; one that computed it before
+//! cannot have missed the reader and gone unnoticed, because the reader's check follows its
+//! raise (store then load on both sides): it waits for an overwriter in flight to decide, and
+//! aborts if any overwriter committed with `pi <= S`. Its leaves it validates like any
+//! scanner.
+//!
+//! An update transaction raises the pstamps of what it read only after it installs, to its
+//! own stamp, as SSN prescribes. Reads themselves write nothing shared: raising a version's
+//! pstamp at every read (as this engine did before) made each read of a hot version a write
+//! to a line the other workers read too, and told overwriters about readers that account for
+//! them at their own commit anyway (through pi, from the overwriter's sstamp).
 
 use std::sync::atomic::{Ordering, fence};
 
@@ -286,8 +292,11 @@ impl MvccTables {
     }
 
     /// The commit check of a read-only transaction serialized at its snapshot (see the module
-    /// docs): loads only.
+    /// docs): raises the pstamp of every version it read to its snapshot, then checks.
     pub(super) fn check_read_only(&self, worker: &MvccWorker) -> Result<(), AbortCause> {
+        for index in 0..worker.reads.len() {
+            Self::raise(self.read_words(worker, index).pstamp, worker.snapshot);
+        }
         fence(Ordering::SeqCst);
         for &(table, leaf) in &worker.nodes {
             if self.db.table(table).index.version(leaf.leaf) != leaf.version {

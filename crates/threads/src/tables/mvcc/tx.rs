@@ -7,8 +7,8 @@
 //!   get k      own write? answer from it. Else index.get(k):
 //!                no record  -> absent (SSN: its leaf and version into the node set)
 //!                record r   -> the version of r the snapshot sees: present, a tombstone,
-//!                              or none (the absent pseudo-version); SSN: read set += it, its
-//!                              pstamp raised to the snapshot; an absent answer also puts
+//!                              or none (the absent pseudo-version); SSN: read set += it
+//!                              (its pstamp is raised at commit); an absent answer also puts
 //!                              its leaf into the node set (r may be reclaimed and the key
 //!                              inserted anew)
 //!   put k      present at the snapshot -> buffered (a newer committed version: abort now,
@@ -30,7 +30,7 @@ use ordo_workload::{Aborted, Tx};
 use super::super::database::{ABSENT, Table, VERSION_MASK};
 use super::super::trace::Trace;
 use super::super::writes::recently_found;
-use super::chain::{Target, Visible, stamp_words, visible};
+use super::chain::{Target, Visible, visible};
 use super::{MvccTables, MvccTx, MvccWorker, ReadEntry, WriteKind};
 use crate::interleave;
 
@@ -65,13 +65,11 @@ fn absent_creator(mvcc: &MvccTables, table: TableId) -> u64 {
     mvcc.retired_cstamp[table as usize].load(Ordering::SeqCst)
 }
 
-/// Under SSN, records that the attempt read `visible` of record `rid` (into `reads`, its
-/// pstamp raised to the snapshot: see [`super::ssn`]'s read-only transactions), and folds its
-/// creator into `eta`.
-#[allow(clippy::too_many_arguments)]
+/// Under SSN, records that the attempt read `visible` of record `rid` (into `reads`; its
+/// pstamp is raised when the attempt commits, see [`super::ssn`]), and folds its creator into
+/// `eta`.
 fn note_version(
     mvcc: &MvccTables,
-    snapshot: u64,
     reads: &mut Vec<ReadEntry>,
     eta: &mut u64,
     table_id: TableId,
@@ -83,7 +81,6 @@ fn note_version(
     if reads.last() != Some(&entry) {
         reads.push(entry);
     }
-    MvccTables::raise(stamp_words(mvcc.db.table(table_id), rid, visible.target).pstamp, snapshot);
     let creator = match visible.target {
         Target::Version(_) => visible.cstamp,
         Target::Absent => absent_creator(mvcc, table_id),
@@ -103,7 +100,7 @@ impl MvccWorker {
     /// Under SSN, [`note_version`] for a point read.
     fn note_version(&mut self, mvcc: &MvccTables, table: TableId, key: u64, rid: u64, visible: Visible) {
         if self.ssn {
-            note_version(mvcc, self.snapshot, &mut self.reads, &mut self.eta_reads, table, key, rid, visible);
+            note_version(mvcc, &mut self.reads, &mut self.eta_reads, table, key, rid, visible);
         }
     }
 }
@@ -415,7 +412,7 @@ impl Tx for MvccTx<'_> {
                     Ok(Some(found)) => found,
                 };
                 if ssn {
-                    note_version(mvcc, snapshot, reads, eta_reads, table_id, key, rid, found);
+                    note_version(mvcc, reads, eta_reads, table_id, key, rid, found);
                 }
                 let version = found.seq & VERSION_MASK;
                 if !found.present() {
