@@ -56,7 +56,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam::utils::CachePadded;
-use ordo_storage::{DenseIndex, Direction, OrderedIndex, PrimaryIndex, Records, Schema, TableId, TableSchema};
+use ordo_storage::{
+    DenseIndex, Direction, LeafVersion, OrderedIndex, PrimaryIndex, Records, Schema, TableId, TableSchema,
+};
 use ordo_workload::TableWorkload;
 
 use super::epoch::Epochs;
@@ -250,7 +252,8 @@ impl Prefetched {
     }
 
     /// Runs the prefetch pass of `keys` of table `table_id` and keeps what it found, in place
-    /// of the hints before.
+    /// of the hints before. This is every protocol's `Tx::prefetch`, and a simulator yield
+    /// point after the pass (another worker may change the table before the reads).
     #[inline]
     pub fn run(&mut self, table: &Table, table_id: TableId, keys: &[u64]) {
         self.clear();
@@ -261,6 +264,14 @@ impl Prefetched {
         } else {
             table.prefetch(keys, |_, _| {});
         }
+        crate::interleave::point();
+    }
+
+    /// A point read's lookup of `key` in table `table_id`, starting from the latest pass's
+    /// hint.
+    #[inline]
+    pub fn lookup(&mut self, table_id: TableId, key: u64) -> Lookup {
+        Lookup { key, hint: self.record(table_id, key) }
     }
 
     /// The record the latest pass found for `key` of table `table_id`, if it found one.
@@ -276,6 +287,22 @@ impl Prefetched {
         };
         self.next = at + 1;
         Some(self.found[at].1)
+    }
+}
+
+/// One point read's lookup ([`Prefetched::lookup`]): its first answer is the hinted record
+/// if there is one, and every later answer (the record it was given died) is the index's.
+#[derive(Debug)]
+pub struct Lookup {
+    key: u64,
+    hint: Option<u64>,
+}
+
+impl Lookup {
+    /// The key's record, or the leaf that proves it has none.
+    #[inline]
+    pub fn next(&mut self, table: &Table) -> Result<u64, LeafVersion> {
+        self.hint.take().map_or_else(|| table.index.get(self.key), Ok)
     }
 }
 

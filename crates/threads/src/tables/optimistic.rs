@@ -189,7 +189,6 @@ impl Sets {
     /// may switch workers between the two).
     pub fn prefetch(&mut self, db: &Database, table: TableId, keys: &[u64]) {
         self.prefetched.run(db.table(table), table, keys);
-        interleave::point();
     }
 
     /// Puts record `rid` of `key`, seen as `(meta, seq)`, into the read set and the trace.
@@ -212,9 +211,9 @@ impl Sets {
         }
         let table = db.table(table_id);
         self.row.resize(table.row_words, 0);
-        let mut hinted = self.prefetched.record(table_id, key);
+        let mut lookup = self.prefetched.lookup(table_id, key);
         loop {
-            match hinted.take().map_or_else(|| table.index.get(key), Ok) {
+            match lookup.next(table) {
                 Err(leaf) => {
                     note_leaf(&mut self.nodes, table_id, leaf);
                     self.trace.absent(table_id, key);

@@ -219,11 +219,7 @@ impl SerialTx<'_> {
     fn locate(&mut self, table_id: TableId, key: u64) -> Option<(u64, u64)> {
         interleave::point();
         let table = self.serial.db.table(table_id);
-        let found = match self.worker.prefetched.record(table_id, key) {
-            Some(rid) => Ok(rid),
-            None => table.index.get(key),
-        };
-        match found {
+        match self.worker.prefetched.lookup(table_id, key).next(table) {
             Ok(rid) => {
                 debug_assert_eq!(
                     table.record(rid)[META_WORD].load(Ordering::Relaxed) & DEAD,
@@ -252,7 +248,6 @@ impl Tx for SerialTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
         self.worker.prefetched.run(self.serial.db.table(table), table, keys);
-        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {

@@ -464,9 +464,9 @@ impl TwoPhaseTx<'_> {
     fn lookup(&mut self, table_id: TableId, key: u64, exclusive: bool) -> Result<Option<(u64, u64)>, Aborted> {
         interleave::point();
         let table = self.two_phase.db.table(table_id);
-        let mut hinted = self.worker.prefetched.record(table_id, key);
+        let mut lookup = self.worker.prefetched.lookup(table_id, key);
         loop {
-            match hinted.take().map_or_else(|| table.index.get(key), Ok) {
+            match lookup.next(table) {
                 Ok(rid) => {
                     if let Some(seq) = self.lock_record(table_id, rid, exclusive)? {
                         return Ok(Some((rid, seq)));
@@ -640,7 +640,6 @@ impl Tx for TwoPhaseTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
         self.worker.prefetched.run(self.two_phase.db.table(table), table, keys);
-        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], for_update: bool) -> Result<bool, Aborted> {

@@ -130,9 +130,9 @@ impl MvccTx<'_> {
         let table = mvcc.db.table(table_id);
         let worker = &mut *self.worker;
         worker.row.resize(table.row_words, 0);
-        let mut hinted = worker.prefetched.record(table_id, key);
+        let mut lookup = worker.prefetched.lookup(table_id, key);
         loop {
-            let rid = match hinted.take().map_or_else(|| table.index.get(key), Ok) {
+            let rid = match lookup.next(table) {
                 Err(leaf) => return Ok(Found::NoRecord(leaf)),
                 Ok(rid) => rid,
             };
@@ -213,7 +213,6 @@ impl Tx for MvccTx<'_> {
     #[inline]
     fn prefetch(&mut self, table: TableId, keys: &[u64]) {
         self.worker.prefetched.run(self.mvcc.db.table(table), table, keys);
-        interleave::point();
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
