@@ -75,8 +75,9 @@
 //! [`OrderedIndex::prefetch`] takes the keys a caller is about to look up and walks their
 //! descents in groups, level by level: each round searches every descent's node (asked for in
 //! the round before) and asks for the child it chose, so the group's misses on a level overlap
-//! where single descents would take them one after another. The hint validates nothing and
-//! returns nothing a caller relies on; the real lookups follow and find the lines in cache.
+//! where single descents would take them one after another. Each leaf entry it reports was
+//! validated as a lookup's is, so a caller under an epoch pin can read the record it names
+//! instead of descending again; a key the pass could not settle is not reported.
 //!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
