@@ -21,7 +21,9 @@
 //! See the crate essay for why the arms are interleaved and why the centre is measured.
 
 use crate::history::History;
-use crate::{BATCH_SIZE_MAX, BATCH_SIZE_MIN, HISTORY_LEN_MAX, STEP_RATIO_MAX, WINDOWS_PER_SIDE_MAX};
+use crate::{
+    BATCH_SIZE_MAX, BATCH_SIZE_MIN, HISTORY_LEN_MAX, SPREAD_TOLERANCE_FACTOR_MAX, STEP_RATIO_MAX, WINDOWS_PER_SIDE_MAX,
+};
 use thiserror::Error;
 
 /// Why a [`ControllerConfig`] is refused.
@@ -40,6 +42,9 @@ pub enum ConfigError {
     /// The tolerance is not in `[0, 1)`.
     #[error("tolerance_ratio must be in [0, 1), got {0}")]
     Tolerance(f64),
+    /// The spread factor is not positive and at most [`SPREAD_TOLERANCE_FACTOR_MAX`].
+    #[error("spread_tolerance_factor must be in (0, {SPREAD_TOLERANCE_FACTOR_MAX}], got {0}")]
+    SpreadTolerance(f64),
     /// `windows_per_side` is 0 or above the bound.
     #[error("windows_per_side must be in 1..={WINDOWS_PER_SIDE_MAX}, got {0}")]
     WindowsPerSide(u32),
@@ -80,6 +85,14 @@ pub struct ControllerConfig {
     /// Relative margin a side must clear, over the centre or over the other side, to win a
     /// round (it must measure above the centre in any case); two arms closer than this tie.
     pub tolerance_ratio: f64,
+    /// When set, a round's tolerance is the larger of `tolerance_ratio` and this factor times
+    /// the spread the round itself measured: the median, over its arms of at least two
+    /// windows, of each arm's `(max - min) / median` goodput. Where windows are noisier than
+    /// the differences between nearby sizes (a server's commits under a shared disk), a fixed
+    /// tolerance lets the search walk on noise; this one keeps the centre until a side beats
+    /// it by more than the round's own noise. The tie rule at a bound keeps `tolerance_ratio`.
+    /// `None` = the fixed tolerance alone.
+    pub spread_tolerance_factor: Option<f64>,
     /// Windows each arm of a round (the centre and each side) spans, scored by their median
     /// goodput: a round is three times this many windows, unless it ends early.
     pub windows_per_side: u32,
@@ -115,6 +128,7 @@ impl Default for ControllerConfig {
             step_ratio_max: 2.0,
             step_ratio_reprobe: 1.25,
             tolerance_ratio: 0.03,
+            spread_tolerance_factor: None,
             windows_per_side: 3,
             early_decision_ratio: Some(0.15),
             reprobe_every_rounds: 8,
@@ -152,6 +166,11 @@ impl ControllerConfig {
         }
         if !(0.0..1.0).contains(&self.tolerance_ratio) {
             return Err(ConfigError::Tolerance(self.tolerance_ratio));
+        }
+        if let Some(factor) = self.spread_tolerance_factor
+            && !(factor > 0.0 && factor <= SPREAD_TOLERANCE_FACTOR_MAX)
+        {
+            return Err(ConfigError::SpreadTolerance(factor));
         }
         if self.windows_per_side == 0 || self.windows_per_side > WINDOWS_PER_SIDE_MAX {
             return Err(ConfigError::WindowsPerSide(self.windows_per_side));
@@ -458,7 +477,29 @@ impl AdaptiveBatchSize {
         (aborts_high || latency_high) && self.centre > f64::from(self.config.batch_size_min)
     }
 
+    /// The tolerance of the round just measured: `tolerance_ratio`, or the round's spread
+    /// times `spread_tolerance_factor` if that is larger.
+    fn round_tolerance(&self) -> f64 {
+        let Some(factor) = self.config.spread_tolerance_factor else {
+            return self.config.tolerance_ratio;
+        };
+        let mut spreads: Vec<f64> = [&self.up_goodputs, &self.centre_goodputs, &self.down_goodputs]
+            .into_iter()
+            .filter(|windows| windows.len() >= 2)
+            .filter_map(|windows| {
+                let (low, high) = windows.iter().fold((f64::INFINITY, 0.0_f64), |(l, h), &g| (l.min(g), h.max(g)));
+                let middle = median_of(windows);
+                (middle > 0.0).then(|| (high - low) / middle)
+            })
+            .collect();
+        if spreads.is_empty() {
+            return self.config.tolerance_ratio;
+        }
+        self.config.tolerance_ratio.max(factor * median(&mut spreads))
+    }
+
     fn decide(&mut self) -> Decision {
+        let tolerance = self.round_tolerance();
         let up = median(&mut self.up_goodputs);
         let centre = median(&mut self.centre_goodputs);
         let down = median(&mut self.down_goodputs);
@@ -473,8 +514,9 @@ impl AdaptiveBatchSize {
         // (a slope through the centre too shallow to clear the tolerance within one step). A
         // side that measured below the centre never wins, so the search does not leave a peak
         // for the better of two worse sides.
-        let margin = 1.0 + self.config.tolerance_ratio;
+        let margin = 1.0 + tolerance;
         let beats = |side: f64, other: f64| side > centre && (side > centre * margin || side > other * margin);
+        let tie_margin = 1.0 + self.config.tolerance_ratio;
         let up_wins = up_open && beats(up, up_other);
         let down_wins = down_open && beats(down, down_other);
         let winner = match (up_wins, down_wins) {
@@ -486,8 +528,8 @@ impl AdaptiveBatchSize {
             // A tie at a bound: the round could span only one step there, so a slope rising
             // inward that two steps would show stays hidden. Moving inward costs at most the
             // tolerance, and the next round, off the bound, spans two steps.
-            (false, false) if !down_open && up_open && up * margin >= centre => Some(Side::Up),
-            (false, false) if !up_open && down_open && down * margin >= centre => Some(Side::Down),
+            (false, false) if !down_open && up_open && up * tie_margin >= centre => Some(Side::Up),
+            (false, false) if !up_open && down_open && down * tie_margin >= centre => Some(Side::Down),
             (false, false) => None,
         };
         // The winning side becomes the centre (clamped to the bounds).

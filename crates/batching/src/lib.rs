@@ -74,6 +74,20 @@
 //!   them costs little) it keeps all nine for noise. On the pipeline (srvc, 100 live
 //!   transactions, θ = 0.8, where 50 and 72 run at about 0.7x of the peak at 55-65) the round
 //!   that probes them from 60 takes 150 ms instead of 450.
+//! * Noisy windows (optional, `spread_tolerance_factor`): the tolerance of a round becomes the
+//!   larger of `tolerance_ratio` and a factor times the spread the round measured (the median
+//!   over its arms of each arm's range of window goodputs over its median). The PostgreSQL
+//!   tier turns it on, at 1.5 and without early decisions (one window an arm says nothing
+//!   about noise): there a window's commits vary with the shared disk's fsyncs, batch sizes
+//!   25 to 100 run within a few percent to a quarter of each other, and a fixed 3% tolerance
+//!   let its search walk on noise (BENCHMARKS.md, "`auto` batch and group sizes"). On a flat
+//!   plant with ±15% uniform noise per window, a search from 100 spends about half of its
+//!   windows within a step (1.5x) of 100 with the fixed tolerance and about 0.95 with this
+//!   one (`on_a_flat_noisy_plant_a_spread_tolerance_keeps_the_search_near_where_it_was`,
+//!   20 seeds), and it still converges on, and follows, the peaked plants below. A factor of
+//!   2 kept the flat search as well but lost a moved peak under a drifting level. The tie
+//!   rule at a bound keeps the fixed tolerance: a wider tie would move the centre off a
+//!   bound on noise more often, not less.
 //! * A side is always at least one away from the rounded centre, so at small sizes a small
 //!   step still compares different sizes.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds
@@ -159,6 +173,9 @@ pub const WINDOWS_PER_SIDE_MAX: u32 = 64;
 pub const HISTORY_LEN_MAX: usize = 1 << 16;
 /// Largest multiplicative step a configuration may name.
 pub const STEP_RATIO_MAX: f64 = 4.0;
+/// Largest [`ControllerConfig::spread_tolerance_factor`]: a few spreads above the centre is
+/// more than any real gain between neighbouring sizes.
+pub const SPREAD_TOLERANCE_FACTOR_MAX: f64 = 4.0;
 
 #[cfg(test)]
 mod tests;

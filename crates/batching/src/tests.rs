@@ -529,9 +529,21 @@ fn seeds() -> Vec<u64> {
 /// `WINDOWS_TO_CONVERGE` windows of each phase, at least `near_peak_min` of the windows run
 /// within 5% of the peak, and the mean goodput is at least `goodput_min` of the peak's.
 fn converge_and_follow(noise: f64, drift: f64, near_peak_min: f64, goodput_min: f64, test: &str) {
+    converge_and_follow_with(&ControllerConfig::default(), noise, drift, near_peak_min, goodput_min, test);
+}
+
+/// [`converge_and_follow`] with `config`.
+fn converge_and_follow_with(
+    config: &ControllerConfig,
+    noise: f64,
+    drift: f64,
+    near_peak_min: f64,
+    goodput_min: f64,
+    test: &str,
+) {
     for seed in seeds() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let (mut controller, mut t_us) = opened(ControllerConfig::default());
+        let (mut controller, mut t_us) = opened(config.clone());
         let mut disturbance = Disturbance { noise, drift, level: 1.0 };
         let replay = format!("replay: ORDO_BATCHING_SEED={seed} cargo test -p ordo-batching {test}");
         let low_skew = Plant { peak_size: 120.0, peak_goodput_per_s: 50_000.0, width_log: 0.8 };
@@ -557,4 +569,113 @@ fn a_drifting_level_does_not_steer_the_search_away_from_the_peak() {
     // The level wanders between 60% and 100% of the plant's goodput, by up to 10% per window:
     // far more than the difference between the sides near the peak.
     converge_and_follow(0.05, 0.4, 0.7, 0.95, "a_drifting_level");
+}
+
+/// The default search with a tolerance of one and a half spreads of the round's windows and
+/// no early decisions (as the PostgreSQL tier runs it).
+fn spread_config() -> ControllerConfig {
+    ControllerConfig { spread_tolerance_factor: Some(1.5), early_decision_ratio: None, ..ControllerConfig::default() }
+}
+
+#[test]
+fn a_bad_spread_factor_is_refused() {
+    for factor in [0.0, -1.0, f64::NAN, f64::INFINITY, SPREAD_TOLERANCE_FACTOR_MAX * 1.01] {
+        let config = ControllerConfig { spread_tolerance_factor: Some(factor), ..ControllerConfig::default() };
+        assert!(matches!(config.validate(), Err(ConfigError::SpreadTolerance(_))), "{factor}");
+    }
+    assert_eq!(spread_config().validate(), Ok(()));
+}
+
+/// Feeds one round of three windows an arm, the `i`-th window of an arm getting `arm[i]`.
+fn spread_round(
+    controller: &mut AdaptiveBatchSize,
+    t_us: &mut u64,
+    up: [u64; 3],
+    centre: [u64; 3],
+    down: [u64; 3],
+) -> Decision {
+    let mut seen = [0_usize; 3];
+    let mut decision = Decision::Measuring;
+    for window in 0..9 {
+        assert_eq!(decision, Decision::Measuring, "the round ended after {window} windows");
+        let (arm, values) = match controller.batch_size().cmp(&controller.centre_size()) {
+            Ordering::Greater => (0, &up),
+            Ordering::Equal => (1, &centre),
+            Ordering::Less => (2, &down),
+        };
+        decision = feed(controller, t_us, values[seen[arm]], 0);
+        seen[arm] += 1;
+    }
+    decision
+}
+
+#[test]
+fn with_a_spread_tolerance_a_gain_within_the_windows_noise_keeps_the_centre() {
+    // The up side's median is 6% above the centre's, past the fixed 3%, but each arm's
+    // windows range over a fifth of its median.
+    let noisy = ([960, 1060, 1160], [900, 1000, 1100], [900, 1000, 1100]);
+    let fixed = ControllerConfig { early_decision_ratio: None, ..ControllerConfig::default() };
+    let spread = spread_config();
+    let (mut controller, mut t_us) = opened(fixed);
+    assert_eq!(spread_round(&mut controller, &mut t_us, noisy.0, noisy.1, noisy.2), Decision::Larger);
+    let (mut controller, mut t_us) = opened(spread.clone());
+    assert_eq!(spread_round(&mut controller, &mut t_us, noisy.0, noisy.1, noisy.2), Decision::Stay);
+    assert_eq!(controller.centre_size(), 40);
+    // The same gain over quiet windows still moves it: the tolerance is then the fixed 3%.
+    let (mut controller, mut t_us) = opened(spread);
+    let quiet = ([1055, 1060, 1065], [995, 1000, 1005], [995, 1000, 1005]);
+    assert_eq!(spread_round(&mut controller, &mut t_us, quiet.0, quiet.1, quiet.2), Decision::Larger);
+}
+
+/// The share of windows, over `windows`, that a search starting at 100 in `[8, 400]` runs
+/// within a factor 1.5 of 100 on a flat plant whose windows vary by ±`noise`.
+fn share_near_start_on_a_flat_plant(config: &ControllerConfig, seed: u64, noise: f64, windows: usize) -> f64 {
+    let config = ControllerConfig { batch_size_min: 8, batch_size_initial: 100, batch_size_max: 400, ..config.clone() };
+    let (mut controller, mut t_us) = opened(config);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut near = 0_u32;
+    for _ in 0..windows {
+        let size = f64::from(controller.batch_size());
+        if (100.0 / 1.5..=150.0).contains(&size) {
+            near += 1;
+        }
+        let goodput = (10_000.0 * (1.0 + rng.random_range(-noise..=noise))).round() as u64;
+        feed(&mut controller, &mut t_us, goodput, 0);
+    }
+    f64::from(near) / windows as f64
+}
+
+#[test]
+fn on_a_flat_noisy_plant_a_spread_tolerance_keeps_the_search_near_where_it_was() {
+    // ±15% uniform noise per window (a standard deviation of 8.7%), no size better than any
+    // other: every move is a move on noise. With the fixed tolerance the search wanders;
+    // with the spread tolerance it stays within a step of its start.
+    let (mut fixed, mut spread) = (Vec::new(), Vec::new());
+    for seed in seeds() {
+        let fixed_config = ControllerConfig { spread_tolerance_factor: None, ..spread_config() };
+        fixed.push(share_near_start_on_a_flat_plant(&fixed_config, seed, 0.15, 300));
+        let share = share_near_start_on_a_flat_plant(&spread_config(), seed, 0.15, 300);
+        assert!(
+            share >= 0.6,
+            "seed {seed}: {share:.2} of windows near the start; replay: ORDO_BATCHING_SEED={seed} cargo test -p ordo-batching on_a_flat_noisy_plant"
+        );
+        spread.push(share);
+    }
+    // Over the 20 seeds the fixed tolerance keeps about half of the windows near the start
+    // and the spread tolerance about 0.95.
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (fixed, spread) = (mean(&fixed), mean(&spread));
+    if seeds().len() > 1 {
+        assert!(spread >= 0.85 && spread >= fixed + 0.2, "spread {spread:.2} against fixed {fixed:.2}");
+    }
+}
+
+#[test]
+fn with_a_spread_tolerance_the_search_still_converges_and_follows_a_moved_peak() {
+    converge_and_follow_with(&spread_config(), 0.05, 0.0, 0.8, 0.96, "with_a_spread_tolerance_the_search_still");
+}
+
+#[test]
+fn with_a_spread_tolerance_a_drifting_level_does_not_steer_the_search_away() {
+    converge_and_follow_with(&spread_config(), 0.05, 0.4, 0.7, 0.95, "with_a_spread_tolerance_a_drifting");
 }

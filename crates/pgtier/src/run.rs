@@ -158,11 +158,25 @@ impl Default for TierTuning {
             window_us: 150_000,
             window_commits_min: 2_000,
             window_us_max: 2_000_000,
-            batch: ControllerConfig::with_bounds(8, BATCH_SIZE_DEFAULT as u32, BATCH_SIZE_DEFAULT as u32),
-            group: ControllerConfig::with_bounds(1, GROUP_MAX_DEFAULT as u32, 128),
+            batch: noisy_windows(ControllerConfig::with_bounds(
+                8,
+                BATCH_SIZE_DEFAULT as u32,
+                BATCH_SIZE_DEFAULT as u32,
+            )),
+            group: noisy_windows(ControllerConfig::with_bounds(1, GROUP_MAX_DEFAULT as u32, 128)),
             history_len_max: 256,
         }
     }
+}
+
+/// A search for the server's noisy windows: a side must beat the centre by one and a half
+/// times the spread of the round's own windows (at least the fixed tolerance), and every round
+/// runs all its windows, since one window an arm says nothing about that spread (the batching
+/// crate's essay, "Noisy windows").
+fn noisy_windows(mut config: ControllerConfig) -> ControllerConfig {
+    config.spread_tolerance_factor = Some(1.5);
+    config.early_decision_ratio = None;
+    config
 }
 
 /// The tier's knobs in a [`Tuner`] and in results.
