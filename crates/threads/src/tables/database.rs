@@ -193,6 +193,21 @@ impl Table {
         });
     }
 
+    /// A hint that record `rid` of a multi-version table will be read soon: asks for its newest
+    /// version's lines when that is a side version (the inline slot comes with the record).
+    /// It reads the record's head, so it waits for that line unless it is on its way already
+    /// (the prefetch pass asks for it first). The id read is only a hint: a version recycled meanwhile costs
+    /// a wasted line, an id past the arena is ignored, and `NO_VERSION` carries the inline bit.
+    #[inline]
+    pub fn prefetch_newest(&self, rid: u64) {
+        if let Some(versions) = &self.versions {
+            let newest = self.record(rid)[versioned::NEWEST].load(Ordering::Relaxed);
+            if newest & versioned::INLINE == 0 {
+                versions.prefetch(newest);
+            }
+        }
+    }
+
     /// The version arena of a multi-version table.
     ///
     /// # Panics
@@ -265,6 +280,15 @@ impl Prefetched {
             table.prefetch(keys, |_, _| {});
         }
         crate::interleave::point();
+    }
+
+    /// Asks for the newest version of every record the latest pass found in multi-version
+    /// `table` (see [`Table::prefetch_newest`]), side by side, as their heads arrive.
+    #[inline]
+    pub fn prefetch_newest_versions(&self, table: &Table) {
+        for &(_, rid) in &self.found {
+            table.prefetch_newest(rid);
+        }
     }
 
     /// A point read's lookup of `key` in table `table_id`, starting from the latest pass's

@@ -211,8 +211,18 @@ impl MvccTx<'_> {
 
 impl Tx for MvccTx<'_> {
     #[inline]
-    fn prefetch(&mut self, table: TableId, keys: &[u64]) {
-        self.worker.prefetched.run(self.mvcc.db.table(table), table, keys);
+    fn prefetch(&mut self, table_id: TableId, keys: &[u64]) {
+        let table = self.mvcc.db.table(table_id);
+        self.worker.prefetched.run(table, table_id, keys);
+        // A snapshot read's next miss is the record's newest version when that is a side
+        // version: ask for those too, side by side. Under plain SI a linked version is
+        // read-only. Under SSN committers keep writing the first line of a hot version
+        // (pstamps, the overwriter's sstamp), and asking for it early measured 1.11x on one
+        // thread but 0.90x on two at θ = 0.99 (BENCHMARKS.md, "Newest versions in the
+        // prefetch pass"), so SSN does not.
+        if !self.worker.ssn {
+            self.worker.prefetched.prefetch_newest_versions(table);
+        }
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
