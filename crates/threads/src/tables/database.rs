@@ -196,8 +196,9 @@ impl Table {
     /// A hint that record `rid` of a multi-version table will be read soon: asks for its newest
     /// version's lines when that is a side version (the inline slot comes with the record).
     /// It reads the record's head, so it waits for that line unless it is on its way already
-    /// (the prefetch pass asks for it first). The id read is only a hint: a version recycled meanwhile costs
-    /// a wasted line, an id past the arena is ignored, and `NO_VERSION` carries the inline bit.
+    /// (the prefetch pass asks for it first). The id read is only a hint: a version recycled
+    /// meanwhile costs a wasted line, an id past the arena is ignored, and `NO_VERSION`
+    /// carries the inline bit.
     #[inline]
     pub fn prefetch_newest(&self, rid: u64) {
         if let Some(versions) = &self.versions {
