@@ -33,15 +33,25 @@ fn feed(controller: &mut AdaptiveBatchSize, t_us: &mut u64, goodput_per_s: u64, 
 /// window gets the goodput of the arm its size belongs to (above the centre: `up`, below it:
 /// `down`, the centre's size, which a side clamped onto it at a bound also has: `centre`).
 fn round(controller: &mut AdaptiveBatchSize, t_us: &mut u64, up: u64, centre: u64, down: u64) -> Decision {
+    arm_round(controller, t_us, &[up], &[centre], &[down])
+}
+
+/// Feeds one round of `windows_per_side == up.len()` (all three the same length), the `i`-th
+/// window of an arm getting that arm's `i`-th goodput (cycling), in whatever order the round
+/// runs its arms (a side clamped onto the centre at a bound counts as the centre, as in
+/// [`round`], so the centre's goodputs then serve twice as many windows).
+fn arm_round(controller: &mut AdaptiveBatchSize, t_us: &mut u64, up: &[u64], centre: &[u64], down: &[u64]) -> Decision {
+    let mut seen = [0_usize; 3];
     let mut decision = Decision::Measuring;
-    for window in 0..3 {
+    for window in 0..3 * up.len() {
         assert_eq!(decision, Decision::Measuring, "the round ended after {window} windows");
-        let goodput = match controller.batch_size().cmp(&controller.centre_size()) {
-            Ordering::Greater => up,
-            Ordering::Equal => centre,
-            Ordering::Less => down,
+        let (arm, values) = match controller.batch_size().cmp(&controller.centre_size()) {
+            Ordering::Greater => (0, up),
+            Ordering::Equal => (1, centre),
+            Ordering::Less => (2, down),
         };
-        decision = feed(controller, t_us, goodput, 0);
+        decision = feed(controller, t_us, values[seen[arm] % values.len()], 0);
+        seen[arm] += 1;
     }
     decision
 }
@@ -586,29 +596,6 @@ fn a_bad_spread_factor_is_refused() {
     assert_eq!(spread_config().validate(), Ok(()));
 }
 
-/// Feeds one round of three windows an arm, the `i`-th window of an arm getting `arm[i]`.
-fn spread_round(
-    controller: &mut AdaptiveBatchSize,
-    t_us: &mut u64,
-    up: [u64; 3],
-    centre: [u64; 3],
-    down: [u64; 3],
-) -> Decision {
-    let mut seen = [0_usize; 3];
-    let mut decision = Decision::Measuring;
-    for window in 0..9 {
-        assert_eq!(decision, Decision::Measuring, "the round ended after {window} windows");
-        let (arm, values) = match controller.batch_size().cmp(&controller.centre_size()) {
-            Ordering::Greater => (0, &up),
-            Ordering::Equal => (1, &centre),
-            Ordering::Less => (2, &down),
-        };
-        decision = feed(controller, t_us, values[seen[arm]], 0);
-        seen[arm] += 1;
-    }
-    decision
-}
-
 #[test]
 fn with_a_spread_tolerance_a_gain_within_the_windows_noise_keeps_the_centre() {
     // The up side's median is 6% above the centre's, past the fixed 3%, but each arm's
@@ -617,14 +604,14 @@ fn with_a_spread_tolerance_a_gain_within_the_windows_noise_keeps_the_centre() {
     let fixed = ControllerConfig { early_decision_ratio: None, ..ControllerConfig::default() };
     let spread = spread_config();
     let (mut controller, mut t_us) = opened(fixed);
-    assert_eq!(spread_round(&mut controller, &mut t_us, noisy.0, noisy.1, noisy.2), Decision::Larger);
+    assert_eq!(arm_round(&mut controller, &mut t_us, &noisy.0, &noisy.1, &noisy.2), Decision::Larger);
     let (mut controller, mut t_us) = opened(spread.clone());
-    assert_eq!(spread_round(&mut controller, &mut t_us, noisy.0, noisy.1, noisy.2), Decision::Stay);
+    assert_eq!(arm_round(&mut controller, &mut t_us, &noisy.0, &noisy.1, &noisy.2), Decision::Stay);
     assert_eq!(controller.centre_size(), 40);
     // The same gain over quiet windows still moves it: the tolerance is then the fixed 3%.
     let (mut controller, mut t_us) = opened(spread);
     let quiet = ([1055, 1060, 1065], [995, 1000, 1005], [995, 1000, 1005]);
-    assert_eq!(spread_round(&mut controller, &mut t_us, quiet.0, quiet.1, quiet.2), Decision::Larger);
+    assert_eq!(arm_round(&mut controller, &mut t_us, &quiet.0, &quiet.1, &quiet.2), Decision::Larger);
 }
 
 /// The share of windows, over `windows`, that a search starting at 100 in `[8, 400]` runs
