@@ -107,6 +107,7 @@ use ordo_workload::TableWorkload;
 
 use self::chain::{Cuttings, Target, cut, lock_live, retire_chain, unlock};
 use self::slots::{Phase, Slots};
+use self::ssn::CommitWords;
 pub use self::ssn::SSN_WORKERS_MAX;
 use super::database::versioned::{COUNT, CSTAMP, NEWEST, NO_VERSION};
 use super::database::{
@@ -730,21 +731,22 @@ impl MvccTx<'_> {
         self.lock_writes()?;
         interleave::point();
         let worker = &mut *self.worker;
-        if mvcc.ssn() {
-            mvcc.announce(worker);
-        }
+        let words = mvcc.ssn().then(|| mvcc.announce(worker));
         fence(Ordering::SeqCst);
         let cstamp = mvcc.clock.fetch_add(1, Ordering::SeqCst) + 1;
         mvcc.slots.stamp(worker.slot, worker.attempt, cstamp);
         let epoch = mvcc.db.epoch();
         interleave::point();
-        let pi = if mvcc.ssn() { mvcc.exclusion_window(self.worker, cstamp)? } else { NO_SUCCESSOR };
+        let pi = match &words {
+            Some(words) => mvcc.exclusion_window(self.worker, words, cstamp)?,
+            None => NO_SUCCESSOR,
+        };
         mvcc.slots.decide(self.worker.slot, self.worker.attempt, pi);
         interleave::point();
-        self.install(cstamp, pi, epoch);
-        if mvcc.ssn() {
+        self.install(cstamp, pi, words.as_ref(), epoch);
+        if let Some(words) = &words {
             interleave::point();
-            mvcc.post_commit(self.worker, cstamp);
+            mvcc.post_commit(self.worker, words, cstamp);
         }
         mvcc.slots.set_phase(self.worker.slot, self.worker.attempt, Phase::Idle);
         self.finish(epoch);
@@ -853,11 +855,11 @@ impl MvccTx<'_> {
 
     /// Links a version stamped `cstamp` for every locked write and unlocks it; under SSN
     /// the overwritten version's sstamp becomes `pi`.
-    fn install(&mut self, cstamp: u64, pi: u64, epoch: u64) {
+    fn install(&mut self, cstamp: u64, pi: u64, words: Option<&CommitWords<'_>>, epoch: u64) {
         let mvcc = self.mvcc;
         let worker = &mut *self.worker;
         let keep = mvcc.versions_max.div_ceil(2);
-        for write in &worker.writes {
+        for (index, write) in worker.writes.iter().enumerate() {
             if !write.locks() {
                 continue;
             }
@@ -876,8 +878,8 @@ impl MvccTx<'_> {
             let id = chain::new_version(table, write.rid, head, &mut worker.spare[write.table as usize]);
             let row = write.kind.present_after().then(|| &worker.rows[write.row_at..write.row_at + table.row_words]);
             write_version(table.version(id), cstamp, seq, older, row);
-            if worker.ssn {
-                chain::stamp_words(table, write.rid, write.target).sstamp.store(pi, Ordering::SeqCst);
+            if let Some(overwritten) = words.and_then(|words| words.write(index)) {
+                overwritten.sstamp.store(pi, Ordering::SeqCst);
             }
             head[SEQ_WORD].store(seq, Ordering::Relaxed);
             head[NEWEST].store(id, Ordering::Release);
