@@ -194,17 +194,21 @@ impl Table {
     }
 
     /// A hint that record `rid` of a multi-version table will be read soon: asks for its newest
-    /// version's lines when that is a side version (the inline slot comes with the record).
-    /// It reads the record's head, so it waits for that line unless it is on its way already
-    /// (the prefetch pass asks for it first). The id read is only a hint: a version recycled
-    /// meanwhile costs a wasted line, an id past the arena is ignored, and `NO_VERSION`
-    /// carries the inline bit.
+    /// version's lines from line `from_line` on when that is a side version (the inline slot
+    /// comes with the record). It reads the record's head, so it waits for that line unless it
+    /// is on its way already (the prefetch pass asks for it first). The id read is only a
+    /// hint: a version recycled meanwhile costs a wasted line, an id past the arena is
+    /// ignored, and `NO_VERSION` carries the inline bit.
     #[inline]
-    pub fn prefetch_newest(&self, rid: u64) {
+    pub fn prefetch_newest(&self, rid: u64, from_line: usize) {
         if let Some(versions) = &self.versions {
             let newest = self.record(rid)[versioned::NEWEST].load(Ordering::Relaxed);
-            if newest & versioned::INLINE == 0 {
-                versions.prefetch(newest);
+            if newest & versioned::INLINE == 0
+                && let Some(words) = versions.get(newest)
+            {
+                ordo_storage::prefetch::lines(
+                    words.get(from_line * ordo_storage::records::LINE_WORDS..).unwrap_or_default(),
+                );
             }
         }
     }
@@ -284,11 +288,12 @@ impl Prefetched {
     }
 
     /// Asks for the newest version of every record the latest pass found in multi-version
-    /// `table` (see [`Table::prefetch_newest`]), side by side, as their heads arrive.
+    /// `table`, from line `from_line` on (see [`Table::prefetch_newest`]), side by side, as
+    /// their heads arrive.
     #[inline]
-    pub fn prefetch_newest_versions(&self, table: &Table) {
+    pub fn prefetch_newest_versions(&self, table: &Table, from_line: usize) {
         for &(_, rid) in &self.found {
-            table.prefetch_newest(rid);
+            table.prefetch_newest(rid, from_line);
         }
     }
 

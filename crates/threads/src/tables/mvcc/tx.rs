@@ -217,12 +217,11 @@ impl Tx for MvccTx<'_> {
         // A snapshot read's next miss is the record's newest version when that is a side
         // version: ask for those too, side by side. Under plain SI a linked version is
         // read-only. Under SSN committers keep writing the first line of a hot version
-        // (pstamps, the overwriter's sstamp), and asking for it early measured 1.11x on one
-        // thread but 0.90x on two at θ = 0.99 (BENCHMARKS.md, "Newest versions in the
-        // prefetch pass"), so SSN does not.
-        if !self.worker.ssn {
-            self.worker.prefetched.prefetch_newest_versions(table);
-        }
+        // (pstamps, readers, the overwriter's sstamp), and asking for that line early pulled
+        // it away from them (0.90x on two threads at θ = 0.99), so SSN asks only for the
+        // row's lines after it (BENCHMARKS.md, "Newest versions in the prefetch pass").
+        let from_line = usize::from(self.worker.ssn);
+        self.worker.prefetched.prefetch_newest_versions(table, from_line);
     }
 
     fn get(&mut self, table: TableId, key: u64, row: &mut [u64], _for_update: bool) -> Result<bool, Aborted> {
