@@ -105,3 +105,22 @@ fn deep_trees_survive_subtree_removal_and_emptying() {
     }
     agree(&index, &model);
 }
+
+#[test]
+fn prefetch_of_a_partial_group_on_a_bulk_loaded_tree_reports_only_its_keys() {
+    // Groups shorter than the pass's group, and longer ones that end in a short group, on a
+    // tree built bottom-up and never written: each present probe is reported once, in order,
+    // with its value, and nothing beyond the probes.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed());
+    let model: BTreeMap<u64, u64> = (0..KEYS as u64).map(|key| (key * 3, rng.random::<u64>())).collect();
+    let index = OrderedIndex::from_sorted(model.iter().map(|(&k, &v)| (k, v))).expect("sorted keys");
+    assert!(index.check_structure().height >= 2, "the test needs a deep tree");
+    for len in [1, 5, 15, 17, 21] {
+        let probes: Vec<u64> = (0..len).map(|_| rng.random_range(0..KEY_SPACE)).collect();
+        let mut reported = Vec::new();
+        index.prefetch(&probes, |i, value| reported.push((i, value)));
+        let expected: Vec<(usize, u64)> =
+            probes.iter().enumerate().filter_map(|(i, key)| Some((i, *model.get(key)?))).collect();
+        assert_eq!(reported, expected, "{len} probes");
+    }
+}

@@ -248,10 +248,23 @@ impl<'a> Node<'a> {
         self.words[KEYS..KEYS + count].partition_point(|probe| probe.load(Ordering::Relaxed) <= key)
     }
 
-    /// Asks the CPU for every line of the node (a hint, see [`crate::prefetch`]).
+    /// Asks the CPU for the lines a search of the node reads: its header and keys, not its
+    /// values or children (a hint, see [`crate::prefetch`]).
     #[inline]
-    pub fn prefetch(self) {
-        crate::prefetch::lines(self.words);
+    pub fn prefetch_keys(self) {
+        crate::prefetch::lines(&self.words[..KEYS + LEAF_KEYS_MAX.max(INNER_KEYS_MAX)]);
+    }
+
+    /// Asks the CPU for the line holding child `index` of an inner node.
+    #[inline]
+    pub fn prefetch_child(self, index: usize) {
+        crate::prefetch::line(&self.words[INNER_CHILDREN + index]);
+    }
+
+    /// Asks the CPU for the line holding value `index` of a leaf.
+    #[inline]
+    pub fn prefetch_value(self, index: usize) {
+        crate::prefetch::line(&self.words[LEAF_VALUES + index]);
     }
 
     /// Loads one word of every cache line of the node after the first, each load independent

@@ -72,12 +72,20 @@
 //! child hands the root over to that child, so the height shrinks again after mass removals.
 //!
 //! ## Prefetch hints
-//! [`OrderedIndex::prefetch`] takes the keys a caller is about to look up and walks their
-//! descents in groups, level by level: each round searches every descent's node (asked for in
-//! the round before) and asks for the child it chose, so the group's misses on a level overlap
-//! where single descents would take them one after another. Each leaf entry it reports was
-//! validated as a lookup's is, so a caller under an epoch pin can read the record it names
-//! instead of descending again; a key the pass could not settle is not reported.
+//! [`OrderedIndex::prefetch`] takes the keys a caller is about to look up and walks their descents
+//! in groups, level by level, so the group's misses on a level overlap where single descents would
+//! take them one after another. Each level takes two rounds: the first searches every descent's
+//! node (whose header and key lines were asked for a level up) and asks for the one line holding
+//! the child it chose; the second follows each child and asks for its header and key lines. A node
+//! is sixteen lines, of which a search reads the nine holding the header and keys and at most one
+//! more, the one holding the child or value it chose, so the pass asks for ten lines a level
+//! instead of sixteen: with sixteen descents a level, asking for whole nodes filled the core's
+//! queue of outstanding misses, and each prefetch then waited for a free entry (in `perf`, the
+//! instructions after the pass's prefetches held most of its samples; ten lines instead of sixteen
+//! ran the ycsb tree cells 1.06-1.44x faster, BENCHMARKS.md, "The prefetch pass asks for the lines
+//! a search reads"). Each leaf entry it reports was validated as a lookup's is, so a caller under
+//! an epoch pin can read the record it names instead of descending again; a key the pass could not
+//! settle is not reported.
 //!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or
@@ -279,7 +287,8 @@ impl OrderedIndex {
     }
 
     /// A hint that `keys` will be looked up soon: runs their descents side by side, one level
-    /// at a time, each asking for the lines of the child it will read next, then calls
+    /// at a time, each asking for the lines of the child it will read next (the line of the
+    /// chosen child pointer, then the child's header and keys; see the module docs), then calls
     /// `found(i, value)` for every `keys[i]` its leaf holds (so the caller can ask for the
     /// record too, and keep `value` for the lookup that follows).
     ///
@@ -301,38 +310,57 @@ impl OrderedIndex {
         for (group_index, group) in keys.chunks(PREFETCH_GROUP).enumerate() {
             // A descent's node, or `None` once its descent stopped.
             let mut at = [Some(root); PREFETCH_GROUP];
+            // The version a descent read its node at, and the child (or value) it chose there.
+            let mut chosen = [(0, 0); PREFETCH_GROUP];
             for level in (1..=height).rev() {
-                for (slot, &key) in at.iter_mut().zip(group) {
+                // Each level in two rounds, so that every miss of a round overlaps the
+                // group's others: search each node (its key lines were asked for a level
+                // up) and ask for the line of the child chosen; then follow each child and ask
+                // for its key lines.
+                for ((slot, choice), &key) in at.iter_mut().zip(&mut chosen).zip(group) {
                     let Some(node) = *slot else { continue };
-                    *slot = None;
                     // A node of another level than its round's was changed under this pass
                     // (the tree grew or shrank): the descent stops here.
-                    let Some(version) = node.read_version() else { continue };
-                    if node.level() != level {
-                        continue;
+                    match node.read_version() {
+                        Some(version) if node.level() == level => {
+                            let child = node.upper_bound_untouched(node.inner_count(), key);
+                            node.prefetch_child(child);
+                            *choice = (version, child);
+                        }
+                        _ => *slot = None,
                     }
-                    let child = node.upper_bound_untouched(node.inner_count(), key);
+                }
+                for (slot, &(version, child)) in at.iter_mut().zip(&chosen) {
+                    let Some(node) = slot.take() else { continue };
                     let Some(next) = self.node(node.child(child)) else { continue };
                     if node.validate(version) {
-                        next.prefetch();
+                        next.prefetch_keys();
                         *slot = Some(next);
                     }
                 }
             }
-            let first = group_index * PREFETCH_GROUP;
-            for (offset, (leaf, &key)) in at.iter().zip(group).enumerate() {
-                let Some(leaf) = *leaf else { continue };
-                let Some(version) = leaf.read_version() else { continue };
-                if leaf.level() != 0 {
-                    continue;
-                }
-                let count = leaf.leaf_count();
-                let position = leaf.lower_bound_untouched(count, key);
-                if position < count && leaf.key(position) == key {
-                    let value = leaf.value(position);
-                    if leaf.validate(version) {
-                        found(first + offset, value);
+            for ((slot, choice), &key) in at.iter_mut().zip(&mut chosen).zip(group) {
+                let Some(leaf) = *slot else { continue };
+                match leaf.read_version() {
+                    Some(version) if leaf.level() == 0 => {
+                        let count = leaf.leaf_count();
+                        let position = leaf.lower_bound_untouched(count, key);
+                        if position < count && leaf.key(position) == key {
+                            leaf.prefetch_value(position);
+                            *choice = (version, position);
+                        } else {
+                            *slot = None;
+                        }
                     }
+                    _ => *slot = None,
+                }
+            }
+            let first = group_index * PREFETCH_GROUP;
+            for (offset, (leaf, &(version, position))) in at.iter().zip(&chosen).take(group.len()).enumerate() {
+                let Some(leaf) = *leaf else { continue };
+                let value = leaf.value(position);
+                if leaf.validate(version) {
+                    found(first + offset, value);
                 }
             }
         }
