@@ -78,14 +78,14 @@
 //! node (whose header and key lines were asked for a level up) and asks for the one line holding
 //! the child it chose; the second follows each child and asks for its header and key lines. A node
 //! is sixteen lines, of which a search reads the nine holding the header and keys and at most one
-//! more, the one holding the child or value it chose, so the pass asks for ten lines a level
+//! more, the one holding the child or value it chose, so the pass asks for ten lines a node
 //! instead of sixteen: with sixteen descents a level, asking for whole nodes filled the core's
 //! queue of outstanding misses, and each prefetch then waited for a free entry (in `perf`, the
 //! instructions after the pass's prefetches held most of its samples; ten lines instead of sixteen
-//! ran the ycsb tree cells 1.06-1.44x faster, BENCHMARKS.md, "The prefetch pass asks for the lines
-//! a search reads"). Each leaf entry it reports was validated as a lookup's is, so a caller under
-//! an epoch pin can read the record it names instead of descending again; a key the pass could not
-//! settle is not reported.
+//! ran the ycsb tree cells 1.01-1.47x faster, in 27 of 28 protocol cells, BENCHMARKS.md, "The
+//! prefetch pass asks for the lines a search reads"). Each leaf entry it reports was validated as a
+//! lookup's is, so a caller under an epoch pin can read the record it names instead of descending
+//! again; a key the pass could not settle is not reported.
 //!
 //! ## Splits
 //! A full leaf splits in half, except when the new key lies beyond all its keys (append) or

@@ -219,7 +219,7 @@ impl Tx for MvccTx<'_> {
         // read-only. Under SSN committers keep writing the first line of a hot version
         // (pstamps, readers, the overwriter's sstamp), and asking for that line early pulled
         // it away from them (0.90x on two threads at θ = 0.99), so SSN asks only for the
-        // row's lines after it (BENCHMARKS.md, "Newest versions in the prefetch pass").
+        // row's lines after it (BENCHMARKS.md, "SSN asks for the row's lines only").
         let from_line = usize::from(self.worker.ssn);
         self.worker.prefetched.prefetch_newest_versions(table, from_line);
     }
