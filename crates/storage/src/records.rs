@@ -194,8 +194,15 @@ impl Records {
     /// unvalidated read.
     #[inline]
     pub fn prefetch(&self, id: u64) {
-        if let Some(words) = self.get(id) {
-            crate::prefetch::lines(words);
+        self.prefetch_from(id, 0);
+    }
+
+    /// [`Records::prefetch`] of record `id`'s lines from line `from_line` on (none if the
+    /// record has fewer lines).
+    #[inline]
+    pub fn prefetch_from(&self, id: u64, from_line: usize) {
+        if let Some(lines) = self.get(id).and_then(|words| words.get(from_line * LINE_WORDS..)) {
+            crate::prefetch::lines(lines);
         }
     }
 

@@ -203,12 +203,8 @@ impl Table {
     pub fn prefetch_newest(&self, rid: u64, from_line: usize) {
         if let Some(versions) = &self.versions {
             let newest = self.record(rid)[versioned::NEWEST].load(Ordering::Relaxed);
-            if newest & versioned::INLINE == 0
-                && let Some(words) = versions.get(newest)
-            {
-                ordo_storage::prefetch::lines(
-                    words.get(from_line * ordo_storage::records::LINE_WORDS..).unwrap_or_default(),
-                );
+            if newest & versioned::INLINE == 0 {
+                versions.prefetch_from(newest, from_line);
             }
         }
     }
