@@ -16,4 +16,4 @@ pub mod chart;
 pub mod report;
 
 pub use chart::{LineChart, PercentileChart, PercentileGroup, Point, Series, render_line, render_percentiles};
-pub use report::{Claim, ExperimentReport, Report};
+pub use report::{Claim, ExperimentReport, Reference, Report};

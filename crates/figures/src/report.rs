@@ -22,6 +22,42 @@ pub struct Claim {
     pub agrees: Option<bool>,
 }
 
+/// What an experiment's claims are compared with: it names the claims table's second column
+/// and says what a claim that `agrees` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reference {
+    /// The paper's values: ordo's effect goes the same way or the opposite way.
+    #[default]
+    Paper,
+    /// Seed 003's values (ERMIA against Silo), read the same way as the paper's.
+    Seed003,
+    /// A target of ordo's own: met or not.
+    Target,
+}
+
+impl Reference {
+    /// The claims table's second column.
+    pub fn column(self) -> &'static str {
+        match self {
+            Reference::Paper => "paper",
+            Reference::Seed003 => "seed 003",
+            Reference::Target => "target",
+        }
+    }
+
+    /// What a claim's `agrees` says, in the direction column.
+    pub fn verdict(self, agrees: Option<bool>) -> &'static str {
+        match (self, agrees) {
+            (_, None) => "",
+            (Reference::Paper, Some(true)) => "same as the paper's",
+            (Reference::Seed003, Some(true)) => "same as seed 003's",
+            (Reference::Paper | Reference::Seed003, Some(false)) => "opposite",
+            (Reference::Target, Some(true)) => "met",
+            (Reference::Target, Some(false)) => "not met",
+        }
+    }
+}
+
 /// One experiment's section.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ExperimentReport {
@@ -36,6 +72,8 @@ pub struct ExperimentReport {
     pub data_files: Vec<String>,
     /// Observations and caveats (how ordo's shape differs and why).
     pub notes: Vec<String>,
+    /// What the claims are compared with.
+    pub reference: Reference,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -85,13 +123,10 @@ impl Report {
             let _ = writeln!(out, "## {}\n", experiment.title);
             let _ = writeln!(out, "Command: `{}`\n", experiment.command);
             if !experiment.claims.is_empty() {
-                out.push_str("| quantity | paper | ordo | direction |\n|---|---|---|---|\n");
+                let column = experiment.reference.column();
+                let _ = writeln!(out, "| quantity | {column} | ordo | direction |\n|---|---|---|---|");
                 for claim in &experiment.claims {
-                    let verdict = match claim.agrees {
-                        Some(true) => "same as the paper's",
-                        Some(false) => "opposite",
-                        None => "",
-                    };
+                    let verdict = experiment.reference.verdict(claim.agrees);
                     let _ = writeln!(out, "| {} | {} | {} | {verdict} |", claim.quantity, claim.paper, claim.ordo);
                 }
                 out.push('\n');
@@ -142,6 +177,7 @@ mod tests {
                 }],
                 data_files: vec!["modes.json".into()],
                 notes: vec!["A note.".into()],
+                reference: Reference::Paper,
             }],
         };
         let text = report.to_markdown();
@@ -155,5 +191,31 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_target_names_its_column_and_reads_as_met_or_not() {
+        let claim =
+            |agrees| Claim { quantity: "auto / best".into(), paper: "0.95x".into(), ordo: "0.97x".into(), agrees };
+        let report = Report {
+            experiments: vec![ExperimentReport {
+                title: "Adaptive".into(),
+                claims: vec![claim(Some(true)), claim(Some(false)), claim(None)],
+                reference: Reference::Target,
+                ..ExperimentReport::default()
+            }],
+            ..Report::default()
+        };
+        let text = report.to_markdown();
+        for expected in [
+            "| quantity | target | ordo | direction |",
+            "| auto / best | 0.95x | 0.97x | met |",
+            "| auto / best | 0.95x | 0.97x | not met |",
+            "| auto / best | 0.95x | 0.97x |  |",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+        assert_eq!(Reference::Seed003.verdict(Some(true)), "same as seed 003's");
+        assert_eq!(Reference::Seed003.column(), "seed 003");
     }
 }

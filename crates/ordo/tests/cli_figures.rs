@@ -210,3 +210,66 @@ fn hybrid_normalizes_to_mvcc_si_and_a_renamed_key_stops_it() {
     std::fs::write(&log, renamed).unwrap();
     run().failure().stderr(contains("`analytics`")).stderr(contains("not a transaction type"));
 }
+
+#[test]
+fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    ordo()
+        .args(["figures", "adaptive", "--runs", "2", "--duration", "0.05", "--warmup", "0", "--out"])
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_mins(8))
+        .assert()
+        .success();
+    let read = |file: &str| std::fs::read_to_string(dir.path().join(file)).unwrap();
+    let records: Vec<serde_json::Value> = serde_json::from_str(&read("adaptive.json")).unwrap();
+    assert_eq!(records.len(), 70, "2 concurrencies x 5 skews x (auto and 6 fixed sizes)");
+    let runs: Vec<serde_json::Value> =
+        read("adaptive.runs.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(runs.len(), 140);
+    // Both batches take one size in every configuration (`--storage-batch-size same`).
+    for record in records.iter().chain(&runs) {
+        assert_eq!(record["config"]["batch_size"], record["config"]["storage_batch_size"], "{record}");
+    }
+    let report = read("REPORT.md");
+    assert!(report.contains("| quantity | target | ordo | direction |"), "{report}");
+    let claims = claims(&report, "Adaptive batch sizes");
+    assert_eq!(claims.len(), 10);
+    let tps = |r: &serde_json::Value| r["throughput_tps"].as_f64().unwrap();
+    for concurrency in [100, 300] {
+        for theta in [0.5, 0.6, 0.7, 0.8, 0.9] {
+            let here = |r: &&serde_json::Value| r["config"]["concurrency"] == concurrency && r["theta"] == theta;
+            let median_tps = |r: &serde_json::Value| r["median"]["throughput_tps"].as_f64().unwrap();
+            let auto = records.iter().filter(here).find(|r| r["config"]["batch_size"] == "auto").unwrap();
+            let best = records
+                .iter()
+                .filter(here)
+                .filter(|r| r["config"]["batch_size"] != "auto")
+                .max_by(|a, b| median_tps(a).total_cmp(&median_tps(b)))
+                .unwrap();
+            let size = &best["config"]["batch_size"];
+            let paired: Vec<f64> = runs
+                .iter()
+                .filter(here)
+                .filter(|r| r["config"]["batch_size"] == "auto")
+                .map(|a| {
+                    let fixed = runs
+                        .iter()
+                        .filter(here)
+                        .find(|f| f["config"]["batch_size"] == *size && f["seed"] == a["seed"])
+                        .unwrap();
+                    tps(a) / tps(fixed)
+                })
+                .collect();
+            assert_eq!(paired.len(), 2);
+            let (_, target, ordo) =
+                row(&claims, &format!("auto / best fixed size ({size}), {concurrency} live, θ={theta}"));
+            assert_eq!(target, "at least 0.95x");
+            let expected =
+                format!("{:.2}x (paired by round: {:.2}x;", median_tps(auto) / median_tps(best), median(paired));
+            assert!(ordo.starts_with(&expected), "{ordo:?} does not start with {expected:?}");
+        }
+    }
+    for file in ["adaptive_100_tps.png", "adaptive_300_sizes.svg", "adaptive.csv"] {
+        assert!(dir.path().join(file).exists(), "missing {file}");
+    }
+}

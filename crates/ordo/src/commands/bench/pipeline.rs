@@ -24,7 +24,7 @@ use ordo_reorder::{FvsConfig, Policy};
 use serde::{Deserialize, Serialize};
 
 use super::durability::{DurabilityArg, LogArgs};
-use super::values::{BatchSize, BatchSizeArg, not_empty, within};
+use super::values::{BatchSize, BatchSizeArg, StorageBatch, not_empty, within};
 use super::workloads::{BindingArg, WorkloadKnobs};
 use super::{CommonArgs, Described, Flags, Labelled, Options, Planned, RateMeter, check_sweep_size};
 use crate::commands::reorder_args::{self, AlgorithmLabel};
@@ -52,9 +52,11 @@ pub struct PipelineArgs {
     /// 1..=10000; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub batch_size: Vec<BatchSize>,
-    /// Requests per storage batch: auto or a number, 1..=10000; a list sweeps.
+    /// Requests per storage batch: auto, a number (1..=10000), or `same` (each
+    /// configuration's --batch-size, so one list of sizes sweeps both batches together); a
+    /// list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
-    pub storage_batch_size: Vec<BatchSize>,
+    pub storage_batch_size: Vec<StorageBatch>,
     /// A partial validator batch waits this long for more requests (µs, at most 1000000); 0
     /// closes it as soon as no more requests are queued.
     #[arg(long, default_value_t = 0)]
@@ -250,7 +252,9 @@ impl PipelineBench {
             size.within("--batch-size", BATCH_SIZE_MAX)?;
         }
         for &size in &p.storage_batch_size {
-            size.within("--storage-batch-size", BATCH_SIZE_MAX)?;
+            if let StorageBatch::Size(size) = size {
+                size.within("--storage-batch-size", BATCH_SIZE_MAX)?;
+            }
         }
         for &messages in &p.flush_messages {
             messages.within("--flush-messages", MESSAGES_PER_FLUSH_MAX)?;
@@ -337,7 +341,8 @@ impl PipelineBench {
             for &mode in &p.mode {
                 for &concurrency in &p.concurrency {
                     for &batch_size in &p.batch_size {
-                        for &storage_batch_size in &p.storage_batch_size {
+                        for &storage_batch in &p.storage_batch_size {
+                            let storage_batch_size = storage_batch.resolve(batch_size);
                             for (algorithm, policy, reorder) in &reorders {
                                 for placement in &p.placement {
                                     for &reorder_workers in &p.reorder_workers {
@@ -392,7 +397,10 @@ impl PipelineBench {
                                                 };
                                                 label.push(("batch".into(), shown));
                                             }
-                                            if varies(p.storage_batch_size.len()) {
+                                            let paired = p.storage_batch_size.contains(&StorageBatch::Same);
+                                            if varies(p.storage_batch_size.len())
+                                                || (paired && varies(p.batch_size.len()))
+                                            {
                                                 let shown = if mode.storage_batching() {
                                                     storage_batch_size.to_string()
                                                 } else {

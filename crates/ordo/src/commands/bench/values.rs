@@ -49,6 +49,53 @@ impl BatchSizeArg for BatchSize {
     }
 }
 
+/// `--storage-batch-size`: a size (`auto` or a number), or `same`, the validator batch's size
+/// of each configuration, so that one list of sizes sweeps both batches together instead of
+/// every pair of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageBatch {
+    /// The configuration's `--batch-size`.
+    Same,
+    Size(BatchSize),
+}
+
+impl StorageBatch {
+    /// The storage batch of a configuration whose validator batch is `validator`.
+    pub fn resolve(self, validator: BatchSize) -> BatchSize {
+        match self {
+            StorageBatch::Same => validator,
+            StorageBatch::Size(size) => size,
+        }
+    }
+}
+
+impl Default for StorageBatch {
+    fn default() -> Self {
+        StorageBatch::Size(BatchSize::Auto)
+    }
+}
+
+impl fmt::Display for StorageBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageBatch::Same => f.write_str("same"),
+            StorageBatch::Size(size) => size.fmt(f),
+        }
+    }
+}
+
+impl FromStr for StorageBatch {
+    type Err = String;
+
+    /// `same` (any case, surrounding spaces ignored), or a [`BatchSize`].
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.trim().eq_ignore_ascii_case("same") {
+            return Ok(StorageBatch::Same);
+        }
+        text.parse().map(StorageBatch::Size).map_err(|e: ordo_batching::BatchSizeError| format!("{e}, or `same`"))
+    }
+}
+
 /// A bound that may be lifted: `unbounded` or at most `n` (at least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Bound {
@@ -206,6 +253,14 @@ mod tests {
         assert_eq!("server".parse::<ServerOrMs>().unwrap().ms(), None);
         assert_eq!("20".parse::<ServerOrMs>().unwrap().to_string(), "20");
         assert!("0".parse::<ServerOrMs>().is_err(), "0 is no longer a way to say the server's");
+        for text in ["same", "auto", "40"] {
+            assert_eq!(text.parse::<StorageBatch>().unwrap().to_string(), text);
+        }
+        assert_eq!(" Same ".parse::<StorageBatch>(), Ok(StorageBatch::Same));
+        let error = "0".parse::<StorageBatch>().unwrap_err();
+        assert!(error.contains("`same`") && error.contains("auto"), "{error}");
+        assert_eq!(StorageBatch::Same.resolve(BatchSize::of(60)), BatchSize::of(60));
+        assert_eq!(StorageBatch::default().resolve(BatchSize::of(60)), BatchSize::Auto);
     }
 
     #[test]

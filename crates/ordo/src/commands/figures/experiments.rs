@@ -3,7 +3,7 @@
 //! `hybrid` quote seed 003's text (ERMIA against Silo) instead.
 
 use anyhow::{Context as _, Result, bail};
-use ordo_figures::{Claim, ExperimentReport, LineChart, PercentileChart, render_line, render_percentiles};
+use ordo_figures::{Claim, ExperimentReport, LineChart, PercentileChart, Reference, render_line, render_percentiles};
 use ordo_harness::RunResult;
 use ordo_pipeline::Mode;
 use ordo_reorder::{Algorithm, Policy};
@@ -11,7 +11,7 @@ use ordo_threads::ProtocolKind;
 
 use super::series::{Measure, View, abort_rate, latency_max, latency_mean, latency_p99, mode_name, throughput};
 use super::tpcc::{self, Configuration, TpccPoint, points};
-use super::{Context, Source, Timing, clear_runs, relative};
+use super::{Context, Timing, clear_runs, relative};
 use crate::commands::bench::pg::{PgBench, PgRun};
 use crate::commands::bench::pipeline::{PipelineBench, PipelineRun};
 use crate::commands::bench::threads::{AssignmentArg, ThreadsBench, ThreadsProtocol, ThreadsRun};
@@ -27,7 +27,7 @@ pub struct Experiment {
     /// How long each point runs without `--quick`.
     pub timing: Timing,
     /// Whose claims it checks.
-    pub source: Source,
+    pub source: Reference,
 }
 
 /// The paper's experiments: its runs (60 s after 10 s of warm-up, 10 of them) scaled to this
@@ -37,9 +37,13 @@ const PAPER_TIMING: Timing = Timing { duration_s: 10.0, warmup_s: 2.0 };
 /// 3 runs stay within minutes.
 const SEED_003_TIMING: Timing = Timing { duration_s: 2.0, warmup_s: 1.0 };
 
+/// The adaptive experiment: 70 configurations; 5 s runs spread about ±10% on this machine, 2 s
+/// runs twice that.
+const ADAPTIVE_TIMING: Timing = Timing { duration_s: 5.0, warmup_s: 0.5 };
+
 /// One of the paper's experiments.
 const fn paper(name: &'static str, title: &'static str, run: fn(&Context) -> Result<ExperimentReport>) -> Experiment {
-    Experiment { name, title, run, timing: PAPER_TIMING, source: Source::Paper }
+    Experiment { name, title, run, timing: PAPER_TIMING, source: Reference::Paper }
 }
 
 pub const ALL: &[Experiment] = &[
@@ -47,6 +51,13 @@ pub const ALL: &[Experiment] = &[
     paper("greedy", "Figures 7-9: SCC-based against sort-based greedy, end to end", greedy),
     paper("modes", "Figures 10-12: batching and reordering at storage and validator", modes),
     paper("batch-size", "Batch size", batch_size),
+    Experiment {
+        name: "adaptive",
+        title: "Adaptive batch sizes: srvc with auto against fixed sizes",
+        run: super::adaptive::adaptive,
+        timing: ADAPTIVE_TIMING,
+        source: Reference::Target,
+    },
     paper("smallbank", "Figures 13-15: SmallBank", smallbank),
     paper("policies", "Figures 16-18: tail-latency policies", policies),
     paper("threads", "Figures 19-21: thread-per-worker engines and thread-aware reordering (YCSB)", threads),
@@ -57,18 +68,18 @@ pub const ALL: &[Experiment] = &[
         title: "Seed 003, TPC-C: fixed against random warehouse binding",
         run: tpcc,
         timing: SEED_003_TIMING,
-        source: Source::Seed003,
+        source: Reference::Seed003,
     },
     Experiment {
         name: "hybrid",
         title: "Seed 003, the hybrid workload: TPC-C plus an analytic transaction, by contention degree",
         run: hybrid,
         timing: SEED_003_TIMING,
-        source: Source::Seed003,
+        source: Reference::Seed003,
     },
 ];
 
-const THETAS: [f64; 5] = [0.5, 0.6, 0.7, 0.8, 0.9];
+pub(super) const THETAS: [f64; 5] = [0.5, 0.6, 0.7, 0.8, 0.9];
 /// Live transactions in the pipeline experiments: the level that loads ordo's engine on two
 /// cores. The paper's 300 loaded its Java prototype; here it makes every mode thrash (the
 /// `modes` experiment shows both).
@@ -76,7 +87,7 @@ const CONCURRENCY: usize = 100;
 
 /// Runs `bench` with the context's timing, logging runs for resumption; returns the results
 /// as read back from the JSON file, and the command that reproduces them.
-fn sweep<B: Bench>(ctx: &Context, name: &str, mut bench: B) -> Result<(Vec<RunResult<B::Run>>, String)> {
+pub(super) fn sweep<B: Bench>(ctx: &Context, name: &str, mut bench: B) -> Result<(Vec<RunResult<B::Run>>, String)> {
     let log = clear_runs(ctx, name)?;
     let json = ctx.path(&format!("{name}.json"));
     let common = bench.common_mut();
@@ -96,7 +107,7 @@ fn sweep<B: Bench>(ctx: &Context, name: &str, mut bench: B) -> Result<(Vec<RunRe
 }
 
 /// A pipeline sweep over `THETAS` at `CONCURRENCY` live transactions, as `configure` sets it.
-fn pipeline(configure: impl FnOnce(&mut PipelineBench)) -> PipelineBench {
+pub(super) fn pipeline(configure: impl FnOnce(&mut PipelineBench)) -> PipelineBench {
     let mut bench = PipelineBench::default();
     bench.common.theta = THETAS.to_vec();
     bench.engine.concurrency = vec![CONCURRENCY];
@@ -104,7 +115,7 @@ fn pipeline(configure: impl FnOnce(&mut PipelineBench)) -> PipelineBench {
     bench
 }
 
-fn draw_line(ctx: &Context, report: &mut ExperimentReport, file: &str, chart: &LineChart) -> Result<()> {
+pub(super) fn draw_line(ctx: &Context, report: &mut ExperimentReport, file: &str, chart: &LineChart) -> Result<()> {
     let (svg, png) = render_line(chart, &ctx.path(file))?;
     report.charts.push((chart.title.clone(), relative(&png), relative(&svg)));
     Ok(())
@@ -116,7 +127,7 @@ fn draw_percentiles(ctx: &Context, report: &mut ExperimentReport, file: &str, ch
     Ok(())
 }
 
-fn theta<C>(r: &RunResult<C>) -> f64 {
+pub(super) fn theta<C>(r: &RunResult<C>) -> f64 {
     r.info.theta
 }
 
@@ -134,7 +145,7 @@ fn ratio<R>(a: Option<&R>, b: Option<&R>, measure: &Measure<R>) -> Option<f64> {
     (denominator > 0.0).then(|| (measure.value)(a) / denominator)
 }
 
-fn times(value: Option<f64>) -> String {
+pub(super) fn times(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".into(), |v| format!("{v:.2}x"))
 }
 
@@ -165,7 +176,7 @@ fn ratio_range(range: Option<(f64, f64)>) -> String {
 }
 
 /// The pipeline's configuration of a result.
-fn pipeline_config(r: &RunResult<PipelineRun>) -> &ordo_pipeline::PipelineConfig {
+pub(super) fn pipeline_config(r: &RunResult<PipelineRun>) -> &ordo_pipeline::PipelineConfig {
     &r.info.run.config
 }
 
@@ -206,7 +217,7 @@ fn standard_charts<C>(
     )
 }
 
-fn section(name: &str, command: String) -> ExperimentReport {
+pub(super) fn section(name: &str, command: String) -> ExperimentReport {
     let experiment = ALL.iter().find(|e| e.name == name).expect("known experiment");
     ExperimentReport {
         name: name.into(),
