@@ -28,4 +28,4 @@ pub mod progress;
 pub mod result;
 
 pub use metrics::{AbortCause, Recorder, Window};
-pub use result::{Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult};
+pub use result::{Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult, median};

@@ -227,12 +227,7 @@ impl<C: Clone> RunResult<C> {
             let m = mean(f);
             (runs.iter().map(|r| (f(r) - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
         };
-        let median = |f: &dyn Fn(&RunResult<C>) -> f64| {
-            let mut values: Vec<f64> = runs.iter().map(f).collect();
-            values.sort_by(f64::total_cmp);
-            let middle = values.len() / 2;
-            if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
-        };
+        let median_of = |f: &dyn Fn(&RunResult<C>) -> f64| median(runs.iter().map(f).collect()).unwrap_or(0.0);
         let median_run = {
             let mut by_throughput: Vec<&RunResult<C>> = runs.iter().collect();
             by_throughput.sort_by(|a, b| a.throughput_tps.total_cmp(&b.throughput_tps));
@@ -288,11 +283,11 @@ impl<C: Clone> RunResult<C> {
                 latency_us_p99: std(&|r| r.latency_us.p99),
             }),
             median: Some(Spread {
-                throughput_tps: median(&|r| r.throughput_tps),
-                abort_rate: median(&|r| r.abort_rate),
-                latency_us_mean: median(&|r| r.latency_us.mean),
-                latency_us_p95: median(&|r| r.latency_us.p95),
-                latency_us_p99: median(&|r| r.latency_us.p99),
+                throughput_tps: median_of(&|r| r.throughput_tps),
+                abort_rate: median_of(&|r| r.abort_rate),
+                latency_us_mean: median_of(&|r| r.latency_us.mean),
+                latency_us_p95: median_of(&|r| r.latency_us.p95),
+                latency_us_p99: median_of(&|r| r.latency_us.p99),
             }),
             batch_sizes: median_run.batch_sizes.clone(),
         }
@@ -363,6 +358,17 @@ impl<C: Clone> RunResult<C> {
 
 /// Alias kept for readability at call sites that average runs.
 pub type Aggregate = RunResult;
+
+/// The middle value (the mean of the two middle ones for an even count); `None` for none.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(values[middle]),
+        _ => Some(f64::midpoint(values[middle - 1], values[middle])),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use ordo_harness::output::Table;
-use ordo_harness::{RunInfo, RunResult};
+use ordo_harness::{RunInfo, RunResult, median};
 use ordo_pipeline::{Mode, PLACEMENT_DEFAULT, PLACEMENT_ONE_THREAD, Placement};
 
 use super::bench::Runs;
@@ -55,17 +55,6 @@ fn median_tps(result: &RunResult<PipelineRun>) -> f64 {
 fn spread_percent(result: &RunResult<PipelineRun>) -> f64 {
     let std = result.std.map_or(0.0, |s| s.throughput_tps);
     100.0 * std / result.throughput_tps.max(1.0)
-}
-
-/// The middle value (the mean of the two middle ones for an even count); `None` for none.
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    match values.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(values[middle]),
-        _ => Some(f64::midpoint(values[middle - 1], values[middle])),
-    }
 }
 
 /// The index of the point measuring `mode` at `theta` on `placement`.

@@ -14,7 +14,7 @@
 
 use anyhow::Result;
 use ordo_figures::{Claim, ExperimentReport, LineChart, Point, Series};
-use ordo_harness::RunResult;
+use ordo_harness::{RunResult, median};
 use ordo_pipeline::{Mode, PLACEMENT_ONE_THREAD};
 
 use super::experiments::{draw_line, pipeline, pipeline_config, section, sweep, theta, times};
@@ -38,16 +38,6 @@ type Run = RunResult<PipelineRun>;
 /// A result's median throughput (its mean when it holds one run).
 fn median_tps(result: &Run) -> f64 {
     result.median.map_or(result.throughput_tps, |m| m.throughput_tps)
-}
-
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    match values.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(values[middle]),
-        _ => Some(f64::midpoint(values[middle - 1], values[middle])),
-    }
 }
 
 /// Whether `r` ran at `concurrency` live transactions, θ = `at`, with both batches `size`.

@@ -172,9 +172,7 @@ impl Measured {
 }
 
 fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) }
+    ordo_harness::median(values.to_vec()).unwrap_or(0.0)
 }
 
 /// Sample standard deviation (0 for a single run).
