@@ -26,7 +26,7 @@ use crate::commands::bench::values::{BatchSize, BatchSizeArg, StorageBatch};
 
 /// The fixed sizes `auto` is compared with.
 pub const FIXED_SIZES: [u32; 6] = [10, 20, 40, 60, 80, 150];
-/// Live transactions: the engine's default load on two cores, and the paper's 300.
+/// Live transactions: the contention `ordo headline` runs (100), and the paper's 300.
 pub const CONCURRENCIES: [usize; 2] = [100, 300];
 /// The share of the best fixed size's throughput `auto` is to reach.
 pub const AUTO_SHARE_MIN: f64 = 0.95;
