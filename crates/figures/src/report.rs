@@ -12,7 +12,8 @@ use std::path::Path;
 pub struct Claim {
     /// What is compared, e.g. `srvc / base throughput at θ=0.8`.
     pub quantity: String,
-    /// The paper's value, as the paper gives it (e.g. `~2.5x`, `3.35`).
+    /// The reference value ([`Reference`]): the paper's or seed 003's as the source gives it
+    /// (e.g. `~2.5x`, `3.35`), or a target of ordo's own (`at least 0.95x`).
     pub paper: String,
     /// ordo's value, computed from the data files.
     pub ordo: String,
