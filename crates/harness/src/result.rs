@@ -293,6 +293,11 @@ impl<C: Clone> RunResult<C> {
         }
     }
 
+    /// The median throughput over the runs this record aggregates (the run's own for one).
+    pub fn median_throughput_tps(&self) -> f64 {
+        self.median.map_or(self.throughput_tps, |m| m.throughput_tps)
+    }
+
     /// One flat row for CSV: `(column, value)` in a fixed order, the knobs last
     /// (`config_<name>`).
     pub fn flat(&self) -> Vec<(String, String)>

@@ -47,11 +47,7 @@ pub struct HeadlineArgs {
 /// The two deployments, as `(threads, placement)`.
 const DEPLOYMENTS: [(usize, &str); 2] = [(2, PLACEMENT_DEFAULT), (1, PLACEMENT_ONE_THREAD)];
 
-/// Median throughput of a point, and its spread as the standard deviation over the runs.
-fn median_tps(result: &RunResult<PipelineRun>) -> f64 {
-    result.median.map_or(result.throughput_tps, |m| m.throughput_tps)
-}
-
+/// A point's spread, as the standard deviation of its throughput over the runs.
 fn spread_percent(result: &RunResult<PipelineRun>) -> f64 {
     let std = result.std.map_or(0.0, |s| s.throughput_tps);
     100.0 * std / result.throughput_tps.max(1.0)
@@ -186,9 +182,9 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
             table.row(vec![
                 format!("{theta}"),
                 threads.to_string(),
-                format!("{:.0}", median_tps(base)),
+                format!("{:.0}", RunResult::median_throughput_tps(base)),
                 format!("{:.0}%", spread_percent(base)),
-                format!("{:.0}", median_tps(srvc)),
+                format!("{:.0}", RunResult::median_throughput_tps(srvc)),
                 format!("{:.0}%", spread_percent(srvc)),
                 format!("{ratio:.2}x"),
                 format!("{low:.2}-{high:.2}"),
@@ -203,7 +199,7 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
                 .iter()
                 .filter_map(|(threads, placement)| {
                     let result = result(point(&infos, mode, theta, placement)?)?;
-                    Some((*threads, median_tps(result)))
+                    Some((*threads, RunResult::median_throughput_tps(result)))
                 })
                 .collect();
             if let Some(&(threads, _)) = tps.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {

@@ -12,13 +12,15 @@
 //! as future work, §7): `auto` at least [`AUTO_SHARE_MIN`] of the best fixed size, and never
 //! below the fixed size that was the default before `auto` ([`FIXED_DEFAULT_BEFORE`]).
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use ordo_figures::{Claim, ExperimentReport, LineChart, Point, Series};
 use ordo_harness::{RunResult, median};
 use ordo_pipeline::{Mode, PLACEMENT_ONE_THREAD};
 
-use super::experiments::{draw_line, pipeline, pipeline_config, section, sweep, theta, times};
-use super::series::{View, throughput};
+use super::experiments::{draw_line, pipeline, pipeline_config, range, ratio, section, sweep, theta, times};
+use super::series::{Measure, View, throughput};
 use super::{Context, relative};
 use crate::commands::bench::pipeline::PipelineRun;
 use crate::commands::bench::read_runs_log;
@@ -35,9 +37,31 @@ pub const FIXED_DEFAULT_BEFORE: u32 = 40;
 
 type Run = RunResult<PipelineRun>;
 
-/// A result's median throughput (its mean when it holds one run).
-fn median_tps(result: &Run) -> f64 {
-    result.median.map_or(result.throughput_tps, |m| m.throughput_tps)
+/// Median throughput over a configuration's runs: what the claims compare.
+fn median_throughput() -> Measure<Run> {
+    Measure { label: "Median throughput (committed transactions/s)", value: Run::median_throughput_tps, std: None }
+}
+
+/// How far a configuration's runs spread: the median and the largest, over configurations, of
+/// each one's range of throughput over its median.
+fn run_spread(runs: &[Run]) -> Option<(f64, f64)> {
+    let mut by_configuration: BTreeMap<(usize, u64, String), Vec<f64>> = BTreeMap::new();
+    for run in runs {
+        let config = pipeline_config(run);
+        let key = (config.concurrency, run.info.theta.to_bits(), config.validator_batch_size.to_string());
+        by_configuration.entry(key).or_default().push(run.throughput_tps);
+    }
+    let spreads: Vec<f64> = by_configuration
+        .into_values()
+        .filter(|tps| tps.len() > 1)
+        .filter_map(|tps| {
+            let middle = median(tps.clone())?;
+            let (low, high) = range(tps)?;
+            (middle > 0.0).then(|| (high - low) / middle)
+        })
+        .collect();
+    let (_, largest) = range(spreads.iter().copied())?;
+    Some((median(spreads)?, largest))
 }
 
 /// Whether `r` ran at `concurrency` live transactions, θ = `at`, with both batches `size`.
@@ -128,19 +152,13 @@ pub fn adaptive(ctx: &Context) -> Result<ExperimentReport> {
                     let config = pipeline_config(r);
                     config.concurrency == concurrency && r.info.theta == at && !config.validator_batch_size.is_auto()
                 })
-                .max_by(|a, b| median_tps(a).total_cmp(&median_tps(b)));
+                .max_by(|a, b| a.median_throughput_tps().total_cmp(&b.median_throughput_tps()));
             let old_default = results.iter().find(|r| is(r, concurrency, at, BatchSize::of(FIXED_DEFAULT_BEFORE)));
-            let share = auto.zip(best).and_then(|(auto, best)| {
-                let best_tps = median_tps(best);
-                (best_tps > 0.0).then(|| median_tps(auto) / best_tps)
-            });
+            let share = ratio(auto, best, &median_throughput());
             let paired = best.and_then(|best| {
                 median(paired_ratios(&runs, concurrency, at, pipeline_config(best).validator_batch_size))
             });
-            let over_default = auto.zip(old_default).and_then(|(auto, old)| {
-                let old_tps = median_tps(old);
-                (old_tps > 0.0).then(|| median_tps(auto) / old_tps)
-            });
+            let over_default = ratio(auto, old_default, &median_throughput());
             if share.is_some_and(|s| s < AUTO_SHARE_MIN) {
                 shortfalls.push(format!("{concurrency} live at θ={at}"));
             }
@@ -164,14 +182,18 @@ pub fn adaptive(ctx: &Context) -> Result<ExperimentReport> {
     report.notes.push(format!(
         "Ratios of medians over {} run{} per configuration; the paired figure is the median over rounds of auto's run \
          over the best fixed size's run in the same round. Below {AUTO_SHARE_MIN:.2}x: {}. Below the fixed {} that \
-         was the default before auto: {}. A configuration's runs on this shared machine differ by about ±10% \
-         (5 s runs; BENCHMARKS.md), which is wider than the margin the target leaves, so read a cell within that of \
-         the target as a tie.",
+         was the default before auto: {}. {}",
         ctx.runs,
         if ctx.runs == 1 { "" } else { "s" },
         if shortfalls.is_empty() { "none".into() } else { shortfalls.join(", ") },
         FIXED_DEFAULT_BEFORE,
         if below_default.is_empty() { "none".into() } else { below_default.join(", ") },
+        run_spread(&runs).map_or_else(String::new, |(typical, largest)| format!(
+            "A configuration's runs spread by {:.0}% of their median (median over configurations; {:.0}% at most): \
+             read a cell whose distance from the target is within that as a tie.",
+            100.0 * typical,
+            100.0 * largest
+        )),
     ));
     report.data_files.push(relative(&ctx.path("adaptive.runs.jsonl")));
     Ok(report)

@@ -139,7 +139,7 @@ fn find<C>(results: &[RunResult<C>], test: impl Fn(&RunResult<C>) -> bool) -> Op
     results.iter().find(|r| test(r))
 }
 
-fn ratio<R>(a: Option<&R>, b: Option<&R>, measure: &Measure<R>) -> Option<f64> {
+pub(super) fn ratio<R>(a: Option<&R>, b: Option<&R>, measure: &Measure<R>) -> Option<f64> {
     let (a, b) = (a?, b?);
     let denominator = (measure.value)(b);
     (denominator > 0.0).then(|| (measure.value)(a) / denominator)
@@ -159,7 +159,7 @@ fn percent_lower(value: Option<f64>) -> String {
 }
 
 /// The smallest and largest of some values, if any.
-fn range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+pub(super) fn range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
     values.into_iter().filter(|v| v.is_finite()).fold(None, |acc, v| match acc {
         None => Some((v, v)),
         Some((low, high)) => Some((low.min(v), high.max(v))),
