@@ -37,8 +37,8 @@ const PAPER_TIMING: Timing = Timing { duration_s: 10.0, warmup_s: 2.0 };
 /// 3 runs stay within minutes.
 const SEED_003_TIMING: Timing = Timing { duration_s: 2.0, warmup_s: 1.0 };
 
-/// The adaptive experiment: 70 configurations; 5 s runs spread about ±10% on this machine, 2 s
-/// runs twice that.
+/// The adaptive experiment: 70 configurations and 20 confirmation runs per round; 5 s runs
+/// spread by 20-40% on this machine on a bad evening, 2 s runs more.
 const ADAPTIVE_TIMING: Timing = Timing { duration_s: 5.0, warmup_s: 0.5 };
 
 /// One of the paper's experiments.

@@ -18,12 +18,12 @@
 //! again at the same git revision reuses those runs, so an interrupted experiment resumes where
 //! it stopped (`--fresh` starts over; runs of another revision are measured again). `--quick`
 //! runs every point for 1 s after 0.3 s of warm-up, once: every experiment in about ten
-//! minutes on two cores, and two more for `adaptive`'s 70 points. Without it, the paper's
+//! minutes on two cores, and two more for `adaptive`'s 70 points and 20 confirmation runs. Without it, the paper's
 //! experiments scale its runs (10 runs of 60 s after 10 s of warm-up, on a 16 GB Xeon) to this
 //! machine: 3 runs of 10 s after 2 s of warm-up per point; `tpcc` and `hybrid` run 3 runs of
 //! 2 s after 1 s of warm-up (their 36 points then take about eight minutes; at 10 s they would
-//! take half an hour), and `adaptive` 3 runs of 5 s after 0.5 s of warm-up (about twenty
-//! minutes). `--duration` and `--warmup` override either. Each experiment prints its claims
+//! take half an hour), and `adaptive` 3 runs of 5 s after 0.5 s of warm-up (about 27
+//! minutes with its confirmation rounds). `--duration` and `--warmup` override either. Each experiment prints its claims
 //! table as it finishes; the report keeps them all.
 
 mod adaptive;
