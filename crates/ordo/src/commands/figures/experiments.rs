@@ -27,7 +27,7 @@ pub struct Experiment {
     /// How long each point runs without `--quick`.
     pub timing: Timing,
     /// Whose claims it checks.
-    pub source: Reference,
+    pub reference: Reference,
 }
 
 /// The paper's experiments: its runs (60 s after 10 s of warm-up, 10 of them) scaled to this
@@ -43,7 +43,7 @@ const ADAPTIVE_TIMING: Timing = Timing { duration_s: 5.0, warmup_s: 0.5 };
 
 /// One of the paper's experiments.
 const fn paper(name: &'static str, title: &'static str, run: fn(&Context) -> Result<ExperimentReport>) -> Experiment {
-    Experiment { name, title, run, timing: PAPER_TIMING, source: Reference::Paper }
+    Experiment { name, title, run, timing: PAPER_TIMING, reference: Reference::Paper }
 }
 
 pub const ALL: &[Experiment] = &[
@@ -56,7 +56,7 @@ pub const ALL: &[Experiment] = &[
         title: "Adaptive batch sizes: srvc with auto against fixed sizes",
         run: super::adaptive::adaptive,
         timing: ADAPTIVE_TIMING,
-        source: Reference::Target,
+        reference: Reference::Target,
     },
     paper("smallbank", "Figures 13-15: SmallBank", smallbank),
     paper("policies", "Figures 16-18: tail-latency policies", policies),
@@ -68,14 +68,14 @@ pub const ALL: &[Experiment] = &[
         title: "Seed 003, TPC-C: fixed against random warehouse binding",
         run: tpcc,
         timing: SEED_003_TIMING,
-        source: Reference::Seed003,
+        reference: Reference::Seed003,
     },
     Experiment {
         name: "hybrid",
         title: "Seed 003, the hybrid workload: TPC-C plus an analytic transaction, by contention degree",
         run: hybrid,
         timing: SEED_003_TIMING,
-        source: Reference::Seed003,
+        reference: Reference::Seed003,
     },
 ];
 

@@ -178,7 +178,7 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
         };
         eprintln!("== {}: {}", experiment.name, experiment.title);
         let mut report = (experiment.run)(&ctx).with_context(|| format!("experiment {name}"))?;
-        report.reference = experiment.source;
+        report.reference = experiment.reference;
         print_claims(&report);
         sections.push(Section { report, timing });
         write_report(args, runs, &sections)?;
