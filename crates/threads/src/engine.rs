@@ -276,12 +276,15 @@ fn attempt<P: Protocol>(
         exec.reads.clear();
         match workload.step(txn, &exec.values, &mut exec.reads, &mut exec.writes) {
             Step::Read => {
+                let written = if P::UPDATE_HINTS { workload.written_reads(txn, &exec.values) } else { Some(0) };
                 for (i, &key) in exec.reads.iter().enumerate() {
                     if let Some(&next) = exec.reads.get(i + 1) {
                         protocol.prefetch(next);
                     }
-                    let for_update =
-                        P::UPDATE_HINTS && exec.updates.may_contain(key) && exec.update_keys.contains(&key);
+                    let for_update = match written {
+                        Some(mask) => mask.checked_shr(i as u32).unwrap_or(0) & 1 == 1,
+                        None => exec.updates.may_contain(key) && exec.update_keys.contains(&key),
+                    };
                     exec.values.push(protocol.read(worker, key, for_update)?);
                 }
             }
@@ -342,7 +345,9 @@ impl<P: Protocol> WorkerState<P> {
     /// footprint requested now, so its misses overlap with this transaction's work.
     fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant, next: Option<&Txn>) {
         let protocol = shared.protocol;
-        if P::UPDATE_HINTS {
+        // A workload that cannot say which reads it writes step by step (`written_reads`)
+        // is asked for its whole footprint once.
+        if P::UPDATE_HINTS && shared.workload.written_reads(txn, &[]).is_none() {
             self.exec.footprint_reads.clear();
             self.exec.update_keys.clear();
             shared.workload.footprint(txn, &mut self.exec.footprint_reads, &mut self.exec.update_keys);

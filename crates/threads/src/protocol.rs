@@ -92,7 +92,7 @@ impl WriteSet {
 
     #[inline]
     pub fn get(&self, key: Key) -> Option<Value> {
-        if !self.filter.may_contain(key) {
+        if self.entries.is_empty() || !self.filter.may_contain(key) {
             return None;
         }
         self.entries.iter().find(|(k, _)| *k == key).map(|&(_, v)| v)

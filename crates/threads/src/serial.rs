@@ -58,7 +58,7 @@ impl Protocol for Serial {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
-        let (value, seq) = self.table.read_data(key, &mut worker.payload);
+        let (value, seq) = self.table.record(key).read_data(&mut worker.payload);
         worker.recording.read(key, seq);
         Ok(value)
     }
@@ -71,8 +71,7 @@ impl Protocol for Serial {
 
     fn commit(&self, worker: &mut SerialWorker) -> Result<(), Abort> {
         for &(key, value) in &worker.writes.entries {
-            let seq = self.table.seq(key) + 1;
-            self.table.write_data(key, value, seq);
+            let seq = self.table.record(key).install(value);
             worker.recording.write(key, seq);
         }
         worker.recording.commit(None);

@@ -59,6 +59,12 @@ impl Lines {
         &self.words[self.start + first..self.start + first + len]
     }
 
+    /// Word `index`.
+    #[inline]
+    pub(crate) fn word(&self, index: usize) -> &AtomicU64 {
+        &self.words[self.start + index]
+    }
+
     /// Starts loading every line of `record` (see [`ordo_storage::prefetch`]).
     #[inline]
     pub(crate) fn prefetch(record: &[AtomicU64]) {
@@ -110,9 +116,9 @@ impl Table {
         parallel_for(records, load_threads, |key| {
             let value = workload.initial_value(key);
             let record = table.record(key);
-            record[META].store(meta_initial, Relaxed);
-            record[VALUE].store(value as u64, Relaxed);
-            for (i, word) in table.payload(record).iter().enumerate() {
+            record.words[META].store(meta_initial, Relaxed);
+            record.words[VALUE].store(value as u64, Relaxed);
+            for (i, word) in record.payload().iter().enumerate() {
                 word.store(payload_word(value, i), Relaxed);
             }
         });
@@ -127,63 +133,75 @@ impl Table {
         self.payload_words
     }
 
-    /// The words of `key`'s record.
+    /// `key`'s record: one bounds-checked slice, which an access then uses for every word it
+    /// touches (the meta word, the data, the install), so the key's position is computed once.
     #[inline]
-    fn record(&self, key: Key) -> &[AtomicU64] {
-        self.lines.record(key as usize * self.stride, self.stride)
-    }
-
-    /// The payload words of `record`.
-    #[inline]
-    fn payload<'r>(&self, record: &'r [AtomicU64]) -> &'r [AtomicU64] {
-        &record[PAYLOAD..PAYLOAD + self.payload_words]
+    pub fn record(&self, key: Key) -> Record<'_> {
+        Record { words: self.lines.record(key as usize * self.stride, self.stride), payload_words: self.payload_words }
     }
 
     /// Starts loading `key`'s record into the cache (see `prefetch`).
     #[inline]
     pub fn prefetch(&self, key: Key) {
-        Lines::prefetch(self.record(key));
+        Lines::prefetch(self.record(key).words);
     }
 
-    /// The protocol's word of `key`.
+    /// The protocol's word of `key` (one index, where [`Self::record`] checks a whole range:
+    /// releasing a transaction's locks touches nothing else).
     #[inline]
     pub fn meta(&self, key: Key) -> &AtomicU64 {
-        &self.record(key)[META]
+        self.lines.word(key as usize * self.stride + META)
     }
 
-    /// Copies the value, sequence number and payload of `key` (relaxed; the caller orders the
-    /// copy with the meta word).
+    /// The committed value of `key` (for checks after a run, when no transaction is live).
+    pub fn value(&self, key: Key) -> Value {
+        self.record(key).words[VALUE].load(Relaxed) as Value
+    }
+}
+
+/// One record of a [`Table`].
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'t> {
+    words: &'t [AtomicU64],
+    payload_words: usize,
+}
+
+impl<'t> Record<'t> {
+    /// The protocol's word.
     #[inline]
-    pub fn read_data(&self, key: Key, payload: &mut [u64]) -> (Value, u64) {
-        let record = self.record(key);
-        let value = record[VALUE].load(Relaxed) as Value;
-        let seq = record[SEQ].load(Relaxed);
-        for (copy, word) in payload.iter_mut().zip(self.payload(record)) {
+    pub fn meta(self) -> &'t AtomicU64 {
+        &self.words[META]
+    }
+
+    /// The payload words.
+    #[inline]
+    fn payload(self) -> &'t [AtomicU64] {
+        &self.words[PAYLOAD..PAYLOAD + self.payload_words]
+    }
+
+    /// Copies the value, sequence number and payload (relaxed; the caller orders the copy with
+    /// the meta word).
+    #[inline]
+    pub fn read_data(self, payload: &mut [u64]) -> (Value, u64) {
+        let value = self.words[VALUE].load(Relaxed) as Value;
+        let seq = self.words[SEQ].load(Relaxed);
+        for (copy, word) in payload.iter_mut().zip(self.payload()) {
             *copy = word.load(Relaxed);
         }
         (value, seq)
     }
 
-    /// The sequence number of `key`.
+    /// Installs `value` as the record's next version, with its payload, and returns that
+    /// version's sequence number (relaxed; the caller holds the record's lock and publishes
+    /// with the meta word).
     #[inline]
-    pub fn seq(&self, key: Key) -> u64 {
-        self.record(key)[SEQ].load(Relaxed)
-    }
-
-    /// Installs `value` as version `seq` of `key`, with its payload (relaxed; the caller holds
-    /// the record's lock and publishes with the meta word).
-    #[inline]
-    pub fn write_data(&self, key: Key, value: Value, seq: u64) {
-        let record = self.record(key);
-        record[VALUE].store(value as u64, Relaxed);
-        record[SEQ].store(seq, Relaxed);
-        for (i, word) in self.payload(record).iter().enumerate() {
+    pub fn install(self, value: Value) -> u64 {
+        let seq = self.words[SEQ].load(Relaxed) + 1;
+        self.words[VALUE].store(value as u64, Relaxed);
+        self.words[SEQ].store(seq, Relaxed);
+        for (i, word) in self.payload().iter().enumerate() {
             word.store(payload_word(value, i), Relaxed);
         }
-    }
-
-    /// The committed value of `key` (for checks after a run, when no transaction is live).
-    pub fn value(&self, key: Key) -> Value {
-        self.record(key)[VALUE].load(Relaxed) as Value
+        seq
     }
 }

@@ -111,8 +111,8 @@ impl Protocol for TicToc {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
-        let (before, (value, seq)) =
-            kit::optimistic_read(self.table.meta(key), || self.table.read_data(key, &mut worker.payload));
+        let record = self.table.record(key);
+        let (before, (value, seq)) = kit::optimistic_read(record.meta(), || record.read_data(&mut worker.payload));
         worker.reads.push((key, before));
         worker.recording.read(key, seq);
         Ok(value)
@@ -168,10 +168,10 @@ impl Protocol for TicToc {
             }
         }
         for &(key, value) in &worker.writes.entries {
-            let seq = self.table.seq(key) + 1;
-            self.table.write_data(key, value, seq);
+            let record = self.table.record(key);
+            let seq = record.install(value);
             worker.recording.write(key, seq);
-            self.table.meta(key).store(pack(commit_ts, commit_ts), Ordering::Release);
+            record.meta().store(pack(commit_ts, commit_ts), Ordering::Release);
         }
         worker.locked = 0;
         worker.recording.commit(None);

@@ -13,8 +13,11 @@
 //! smallest timestamp among its holders so wait-die decides from one atomic load; when holders
 //! leave, the stored minimum may be older than the remaining holders, which only makes a
 //! requester die where it could have waited (never the reverse), so no wait cycle can form.
+//! An exclusive word carries exactly its holder's timestamp, and timestamps are unique, so a
+//! transaction knows it holds a lock exclusively from the word alone (a write after a read for
+//! update then skips the lock list). `no_wait` never consults the timestamp of a shared word.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, Value, Workload};
@@ -76,44 +79,53 @@ impl TwoPhaseLocking {
 
     /// The lock word after `ts` takes (or upgrades to) the lock whose word is `current`, or
     /// `None` when the lock cannot be granted now; `held` when `ts` holds it shared already.
+    /// Only wait-die keeps the oldest holder's timestamp (`no_wait` never consults it, so a
+    /// shared grant there is one addition).
     #[inline]
-    fn granted(current: u64, ts: u64, exclusive: bool, held: bool) -> Option<u64> {
-        let holders = readers(current) + u64::from(current & WRITER != 0);
+    fn granted(&self, current: u64, ts: u64, exclusive: bool, held: bool) -> Option<u64> {
+        let no_holders = current & !TS_MASK == 0;
         if exclusive {
-            if holders == 0 {
+            if no_holders {
                 Some(WRITER | ts)
             } else if held && current & WRITER == 0 && readers(current) == 1 {
-                Some(WRITER | (current & TS_MASK).min(ts))
+                // The one reader is `ts` itself, so its timestamp is the holders' minimum.
+                Some(WRITER | ts)
             } else {
                 None
             }
         } else if current & WRITER == 0 && readers(current) < READERS_MAX {
-            let oldest = if holders == 0 { ts } else { (current & TS_MASK).min(ts) };
-            Some(((current & !TS_MASK) + READER_ONE) | oldest)
+            let next = current + READER_ONE;
+            match self.flavour {
+                Deadlock::NoWait => Some(next),
+                Deadlock::WaitDie => {
+                    let oldest = if no_holders { ts } else { (current & TS_MASK).min(ts) };
+                    Some((next & !TS_MASK) | oldest)
+                }
+            }
         } else {
             None
         }
     }
 
-    /// Takes (or upgrades to) the lock of `key`; `held` is the index of a shared lock already
-    /// held on it. The first try is inline (a free lock is the common case); a busy lock, or a
-    /// lost race for a free one, goes to [`Self::acquire_contended`].
+    /// Takes (or upgrades to) the lock `meta` of `key`; `held` is the index of a shared lock
+    /// already held on it. The first try is inline (a free lock is the common case); a busy
+    /// lock, or a lost race for a free one, goes to [`Self::acquire_contended`].
     #[inline]
     fn acquire(
         &self,
         worker: &mut TwoPhaseWorker,
+        meta: &AtomicU64,
         key: Key,
         exclusive: bool,
         held: Option<usize>,
     ) -> Result<(), Abort> {
-        let meta = self.table.meta(key);
         let current = meta.load(Ordering::Relaxed);
-        match Self::granted(current, worker.ts, exclusive, held.is_some()) {
+        match self.granted(current, worker.ts, exclusive, held.is_some()) {
             Some(next) if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() => {
                 Self::took(worker, key, exclusive, held);
                 Ok(())
             }
-            _ => self.acquire_contended(worker, key, exclusive, held),
+            _ => self.acquire_contended(worker, meta, key, exclusive, held),
         }
     }
 
@@ -135,16 +147,16 @@ impl TwoPhaseLocking {
     fn acquire_contended(
         &self,
         worker: &mut TwoPhaseWorker,
+        meta: &AtomicU64,
         key: Key,
         exclusive: bool,
         held: Option<usize>,
     ) -> Result<(), Abort> {
-        let meta = self.table.meta(key);
         let ts = worker.ts;
         let mut spin = Spin::default();
         loop {
             let current = meta.load(Ordering::Relaxed);
-            if let Some(next) = Self::granted(current, ts, exclusive, held.is_some()) {
+            if let Some(next) = self.granted(current, ts, exclusive, held.is_some()) {
                 if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                     Self::took(worker, key, exclusive, held);
                     return Ok(());
@@ -235,22 +247,29 @@ impl Protocol for TwoPhaseLocking {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);
         }
+        let record = self.table.record(key);
         match Self::held(worker, key) {
-            Some(index) if for_update && !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
+            Some(index) if for_update && !worker.locks[index].1 => {
+                self.acquire(worker, record.meta(), key, true, Some(index))?;
+            }
             Some(_) => {}
-            None => self.acquire(worker, key, for_update, None)?,
+            None => self.acquire(worker, record.meta(), key, for_update, None)?,
         }
-        let (value, seq) = self.table.read_data(key, &mut worker.payload);
+        let (value, seq) = record.read_data(&mut worker.payload);
         worker.recording.read(key, seq);
         Ok(value)
     }
 
     #[inline]
     fn write(&self, worker: &mut TwoPhaseWorker, key: Key, value: Value) -> Result<(), Abort> {
-        match Self::held(worker, key) {
-            Some(index) if !worker.locks[index].1 => self.acquire(worker, key, true, Some(index))?,
-            Some(_) => {}
-            None => self.acquire(worker, key, true, None)?,
+        let meta = self.table.meta(key);
+        // Held exclusively already (read for update) when the word names this transaction.
+        if meta.load(Ordering::Relaxed) != WRITER | worker.ts {
+            match Self::held(worker, key) {
+                Some(index) if !worker.locks[index].1 => self.acquire(worker, meta, key, true, Some(index))?,
+                Some(_) => {}
+                None => self.acquire(worker, meta, key, true, None)?,
+            }
         }
         worker.writes.put(key, value);
         Ok(())
@@ -258,8 +277,7 @@ impl Protocol for TwoPhaseLocking {
 
     fn commit(&self, worker: &mut TwoPhaseWorker) -> Result<(), Abort> {
         for &(key, value) in &worker.writes.entries {
-            let seq = self.table.seq(key) + 1;
-            self.table.write_data(key, value, seq);
+            let seq = self.table.record(key).install(value);
             worker.recording.write(key, seq);
         }
         self.release_all(worker);

@@ -119,6 +119,15 @@ pub trait Workload: Send + Sync + std::fmt::Debug {
     /// execution). Every key `step` can touch is included.
     fn footprint(&self, txn: &Txn, reads: &mut Vec<Key>, writes: &mut Vec<Key>);
 
+    /// Which of the keys `step(txn, values, ..)` pushes to read `txn` also writes: bit `j` for
+    /// the `j`-th key pushed (keys past the 64th count as not written). A locking protocol
+    /// then takes such a key exclusively when it reads it instead of upgrading its lock at the
+    /// write. `None` (the default) when the workload cannot tell cheaply, for any step: the
+    /// engine then finds the written keys with [`Self::footprint`].
+    fn written_reads(&self, _txn: &Txn, _values: &[Value]) -> Option<u64> {
+        None
+    }
+
     /// Keys whose values must keep a constant sum under every committed transaction, if the
     /// workload is configured to conserve one (SmallBank's money-moving mix).
     fn conserved_keys(&self) -> Option<std::ops::Range<Key>> {

@@ -266,20 +266,42 @@ impl Workload for Ycsb {
     // branching on each request's kind (a branch a 50/50 mix mispredicts half the time).
     fn step(&self, txn: &Txn, values: &[Value], reads: &mut Vec<Key>, writes: &mut Vec<(Key, Value)>) -> Step {
         let read_mask = self.read_mask(txn);
+        // Pushes into reserved room, one set bit at a time (an `extend` from the bit iterator
+        // cannot know its length and checks for room through a call per key).
         if values.is_empty() && read_mask != 0 {
-            reads.extend(set_bits(read_mask).map(|i| txn.keys[i]));
+            reads.reserve(read_mask.count_ones() as usize);
+            for i in set_bits(read_mask) {
+                reads.push(txn.keys[i]);
+            }
             return Step::Read;
         }
-        writes.extend(set_bits(txn.flags).map(|i| {
-            // The values are in request order, one per reading request.
+        // The values are in request order, one per reading request; when every request up to
+        // the last reading one reads (always, for read-modify-writes), request i's value is
+        // values[i].
+        let reads_are_a_prefix = read_mask & read_mask.wrapping_add(1) == 0;
+        writes.reserve(txn.flags.count_ones() as usize);
+        for i in set_bits(txn.flags) {
             let value = if read_mask >> i & 1 == 1 {
-                values[(read_mask & ((1 << i) - 1)).count_ones() as usize].wrapping_add(1)
+                let position = if reads_are_a_prefix { i } else { (read_mask & ((1 << i) - 1)).count_ones() as usize };
+                values[position].wrapping_add(1)
             } else {
                 txn.amount
             };
-            (txn.keys[i], value)
-        }));
+            writes.push((txn.keys[i], value));
+        }
         Step::Commit
+    }
+
+    fn written_reads(&self, txn: &Txn, values: &[Value]) -> Option<u64> {
+        if !values.is_empty() {
+            return Some(0);
+        }
+        // Bit j: the j-th reading request writes too.
+        let read_mask = self.read_mask(txn);
+        if read_mask & read_mask.wrapping_add(1) == 0 {
+            return Some(txn.flags & read_mask);
+        }
+        Some(set_bits(read_mask).enumerate().fold(0, |mask, (j, i)| mask | (txn.flags >> i & 1) << j))
     }
 
     fn footprint(&self, txn: &Txn, reads: &mut Vec<Key>, writes: &mut Vec<Key>) {
@@ -343,6 +365,31 @@ mod tests {
                 assert_eq!(value, expected);
             }
             assert_eq!(fr.len(), if kind == WriteKind::Rmw { 16 } else { 16 - fw.len() });
+        }
+    }
+
+    #[test]
+    fn written_reads_names_exactly_the_read_keys_the_transaction_writes() {
+        for kind in [WriteKind::Rmw, WriteKind::Blind] {
+            let ycsb = small(kind, true);
+            let mut rng = rng_from_seed(11);
+            let mut txn = Txn::default();
+            let mut some_written = false;
+            for _ in 0..200 {
+                ycsb.generate(&mut rng, &mut txn);
+                let (mut reads, mut writes) = (Vec::new(), Vec::new());
+                assert_eq!(ycsb.step(&txn, &[], &mut reads, &mut writes), Step::Read);
+                let (mut fr, mut fw) = (Vec::new(), Vec::new());
+                ycsb.footprint(&txn, &mut fr, &mut fw);
+                let expected =
+                    reads.iter().enumerate().fold(0u64, |mask, (j, key)| mask | u64::from(fw.contains(key)) << j);
+                assert_eq!(ycsb.written_reads(&txn, &[]), Some(expected), "{kind:?} {txn:?}");
+                some_written |= expected != 0;
+                // The commit step reads nothing more.
+                let values = vec![0; reads.len()];
+                assert_eq!(ycsb.written_reads(&txn, &values), Some(0));
+            }
+            assert_eq!(some_written, kind == WriteKind::Rmw, "{kind:?}");
         }
     }
 
