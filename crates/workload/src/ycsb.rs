@@ -269,9 +269,14 @@ impl Workload for Ycsb {
         // Pushes into reserved room, one set bit at a time (an `extend` from the bit iterator
         // cannot know its length and checks for room through a call per key).
         if values.is_empty() && read_mask != 0 {
-            reads.reserve(read_mask.count_ones() as usize);
-            for i in set_bits(read_mask) {
-                reads.push(txn.keys[i]);
+            if read_mask & read_mask.wrapping_add(1) == 0 {
+                // The first requests read (always, for read-modify-writes): one copy.
+                reads.extend_from_slice(&txn.keys[..read_mask.count_ones() as usize]);
+            } else {
+                reads.reserve(read_mask.count_ones() as usize);
+                for i in set_bits(read_mask) {
+                    reads.push(txn.keys[i]);
+                }
             }
             return Step::Read;
         }
