@@ -230,11 +230,8 @@ fn copy_words(copy: &mut [u64], words: &[AtomicU64]) {
 #[inline]
 fn copy_exactly<const N: usize>(copy: &mut [u64], words: &[AtomicU64]) {
     match (<&mut [u64; N]>::try_from(&mut *copy), <&[AtomicU64; N]>::try_from(words)) {
-        (Ok(copy), Ok(words)) => {
-            for (copy, word) in copy.iter_mut().zip(words) {
-                *copy = word.load(Relaxed);
-            }
-        }
+        // Through arrays, the inlined loop's length is the constant `N`.
+        (Ok(copy), Ok(words)) => copy_words(copy, words),
         _ => copy_words(copy, words),
     }
 }
@@ -250,11 +247,7 @@ fn fill_words(words: &[AtomicU64], value: Value) {
 #[inline]
 fn fill_exactly<const N: usize>(words: &[AtomicU64], value: Value) {
     match <&[AtomicU64; N]>::try_from(words) {
-        Ok(words) => {
-            for (i, word) in words.iter().enumerate() {
-                word.store(payload_word(value, i), Relaxed);
-            }
-        }
+        Ok(words) => fill_words(words, value),
         Err(_) => fill_words(words, value),
     }
 }

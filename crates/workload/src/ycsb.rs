@@ -266,13 +266,13 @@ impl Workload for Ycsb {
     // branching on each request's kind (a branch a 50/50 mix mispredicts half the time).
     fn step(&self, txn: &Txn, values: &[Value], reads: &mut Vec<Key>, writes: &mut Vec<(Key, Value)>) -> Step {
         let read_mask = self.read_mask(txn);
-        // Pushes into reserved room, one set bit at a time (an `extend` from the bit iterator
-        // cannot know its length and checks for room through a call per key).
         if values.is_empty() && read_mask != 0 {
-            if read_mask & read_mask.wrapping_add(1) == 0 {
+            if is_prefix(read_mask) {
                 // The first requests read (always, for read-modify-writes): one copy.
                 reads.extend_from_slice(&txn.keys[..read_mask.count_ones() as usize]);
             } else {
+                // Pushes into reserved room, one set bit at a time (an `extend` from the bit
+                // iterator cannot know its length and checks for room through a call per key).
                 reads.reserve(read_mask.count_ones() as usize);
                 for i in set_bits(read_mask) {
                     reads.push(txn.keys[i]);
@@ -283,7 +283,7 @@ impl Workload for Ycsb {
         // The values are in request order, one per reading request; when every request up to
         // the last reading one reads (always, for read-modify-writes), request i's value is
         // values[i].
-        let reads_are_a_prefix = read_mask & read_mask.wrapping_add(1) == 0;
+        let reads_are_a_prefix = is_prefix(read_mask);
         writes.reserve(txn.flags.count_ones() as usize);
         for i in set_bits(txn.flags) {
             let value = if read_mask >> i & 1 == 1 {
@@ -303,7 +303,7 @@ impl Workload for Ycsb {
         }
         // Bit j: the j-th reading request writes too.
         let read_mask = self.read_mask(txn);
-        if read_mask & read_mask.wrapping_add(1) == 0 {
+        if is_prefix(read_mask) {
             return Some(txn.flags & read_mask);
         }
         Some(set_bits(read_mask).enumerate().fold(0, |mask, (j, i)| mask | (txn.flags >> i & 1) << j))
@@ -313,6 +313,12 @@ impl Workload for Ycsb {
         reads.extend(set_bits(self.read_mask(txn)).map(|i| txn.keys[i]));
         writes.extend(set_bits(txn.flags).map(|i| txn.keys[i]));
     }
+}
+
+/// Whether `mask`'s set bits are its lowest ones (requests 0..n, none skipped).
+#[inline]
+fn is_prefix(mask: u64) -> bool {
+    mask & mask.wrapping_add(1) == 0
 }
 
 /// The positions of the set bits of `mask`, lowest first.
