@@ -44,12 +44,6 @@ impl Sizes {
 /// A tuner fed one window at a time from the clients' tallies. A window lasts at least
 /// `tuning.window_us`, and goes on until it holds `tuning.window_commits_min` commits or has
 /// lasted `tuning.window_us_max`.
-///
-/// The run's first `tuning.window_us` is not measured: every live transaction starts at the
-/// same moment, and until their attempts have spread out the engine aborts as no batch size
-/// makes it (srvc, 100 live transactions, θ = 0.8: half the attempts of the first 50 ms at
-/// size 60, which aborts 35% of them from then on). Scored, that window would be the first
-/// round's first measurement of its up side.
 #[derive(Debug)]
 pub struct WindowTuner {
     tuner: Tuner,
@@ -60,8 +54,6 @@ pub struct WindowTuner {
     next_window_us: u64,
     last: Tally,
     sizes: Sizes,
-    /// Whether the start-up window has passed (see the type's documentation).
-    started: bool,
 }
 
 impl WindowTuner {
@@ -83,7 +75,6 @@ impl WindowTuner {
             next_window_us: 0,
             last: Tally::default(),
             sizes: Sizes::initial(config),
-            started: false,
         };
         tuner.refresh_sizes();
         Ok(Some(tuner))
@@ -95,16 +86,9 @@ impl WindowTuner {
     }
 
     /// At `now_us`, with the clients' totals `tally`: closes the window if it is long enough
-    /// and holds enough commits, otherwise looks again one `window_us` later. The first call
-    /// starts the start-up window, the second opens the first measured one. Returns whether a
-    /// size changed.
+    /// and holds enough commits (the first call only opens one), otherwise looks again one
+    /// `window_us` later. Returns whether a size changed.
     pub fn observe(&mut self, now_us: u64, tally: Tally) -> bool {
-        if !self.started {
-            self.started = true;
-            self.last = tally;
-            self.next_window_us = now_us + self.window_us;
-            return false;
-        }
         let committed = tally.committed - self.last.committed;
         let lasted_us = now_us.saturating_sub(self.window_start_us);
         if !self.tuner.history().is_empty() && committed < self.window_commits_min && lasted_us < self.window_us_max {
@@ -194,11 +178,6 @@ mod tests {
         assert_eq!(tuner.sizes(), Sizes { storage: 25, validator: 25, messages_per_flush: 384 });
         let mut t_us = 0;
         let mut tally = Tally::default();
-        // The start-up window: not measured, and the sizes stay.
-        assert!(!tuner.observe(t_us, tally));
-        assert!(tuner.samples().is_empty());
-        t_us = tuner.next_window_us();
-        tally.committed += 1_000_000;
         tuner.observe(t_us, tally);
         let mut flushes = Vec::new();
         // The centre goes 256, 171, 114, 57, 28, then to the bound (16): five rounds of nine
@@ -227,7 +206,6 @@ mod tests {
         assert_eq!(sizes.storage, sizes.validator);
         assert_eq!(sizes.storage, 60, "the first round's up side: half the concurrency (50) * 1.2");
         tuner.observe(0, Tally::default());
-        tuner.observe(tuner.next_window_us(), Tally::default());
         assert_eq!((tuner.samples()[0].storage, tuner.samples()[0].validator), (Some(50), Some(50)));
     }
 
@@ -237,7 +215,6 @@ mod tests {
         let mut tuner = WindowTuner::new(&config, true).unwrap().unwrap();
         assert_eq!(tuner.tuner.names(), [KNOB_VALIDATOR, KNOB_FLUSH]);
         tuner.observe(0, Tally::default());
-        tuner.observe(tuner.next_window_us(), Tally::default());
         assert_eq!(tuner.samples()[0].storage, None);
     }
 }
