@@ -54,9 +54,6 @@ pub enum ConfigError {
     /// The level-shift ratio is not positive and finite.
     #[error("level_shift_ratio must be positive and finite, got {0}")]
     LevelShift(f64),
-    /// The abort-shift ratio is not positive and finite.
-    #[error("abort_shift_ratio must be positive and finite, got {0}")]
-    AbortShift(f64),
     /// The early-decision ratio is not finite and above the tolerance.
     #[error("early_decision_ratio must be finite and above tolerance_ratio, got {0}")]
     EarlyDecision(f64),
@@ -111,14 +108,6 @@ pub struct ControllerConfig {
     /// `step_ratio_initial`: the workload changed (a change of skew moves the peak as it moves
     /// the level). `None` = only the periodic re-probe.
     pub level_shift_ratio: Option<f64>,
-    /// When set, a shift of the goodput level restarts the search only if the centre's abort
-    /// ratio (aborts over attempts, each taken as at least [`ABORT_RATIO_FLOOR`]) moved with
-    /// it by more than this ratio either way, or if neither round saw an abort. A change of
-    /// skew moves both; a host that runs faster or slower for a while moves the goodput alone
-    /// (on ordo's shared machine by a third to a half, from one window to the next), and a
-    /// restart on it sends the search's wide first steps across the cliffs on either side of
-    /// a sharp peak. `None` = the goodput alone decides.
-    pub abort_shift_ratio: Option<f64>,
     /// Abort ratio (aborts / attempts) of a window above which the centre steps down at once;
     /// `None` = off.
     pub abort_ratio_max: Option<f64>,
@@ -144,7 +133,6 @@ impl Default for ControllerConfig {
             early_decision_ratio: Some(0.15),
             reprobe_every_rounds: 8,
             level_shift_ratio: Some(0.5),
-            abort_shift_ratio: Some(0.5),
             abort_ratio_max: None,
             latency_us_max: None,
             history_len_max: 256,
@@ -194,11 +182,6 @@ impl ControllerConfig {
             && !(ratio > 0.0 && ratio.is_finite())
         {
             return Err(ConfigError::LevelShift(ratio));
-        }
-        if let Some(ratio) = self.abort_shift_ratio
-            && !(ratio > 0.0 && ratio.is_finite())
-        {
-            return Err(ConfigError::AbortShift(ratio));
         }
         if let Some(ratio) = self.abort_ratio_max
             && !(ratio > 0.0 && ratio <= 1.0)
@@ -283,17 +266,14 @@ pub struct AdaptiveBatchSize {
     step_ratio: f64,
     /// Direction of the last move, if the last round moved.
     last_move: Option<Side>,
-    /// What the last round measured at the size that is now the centre (its centre arm, or
-    /// the winning side if it moved); `None` before the first round and after a guard.
-    level: Option<Level>,
+    /// Median goodput the last round measured at the size that is now the centre (its centre
+    /// arm's, or the winning side's if it moved); `None` before the first round and after a
+    /// guard.
+    level: Option<f64>,
     /// Goodput per window of the current round, by arm.
     up_goodputs: Vec<f64>,
     centre_goodputs: Vec<f64>,
     down_goodputs: Vec<f64>,
-    /// `(committed, aborted)` summed over the current round's windows, by arm.
-    up_attempts: (u64, u64),
-    centre_attempts: (u64, u64),
-    down_attempts: (u64, u64),
     /// Windows of the current round so far.
     round_windows: u32,
     /// Whether the current round runs the pattern with its sides swapped (every other
@@ -323,9 +303,6 @@ impl AdaptiveBatchSize {
             up_goodputs: Vec::with_capacity(windows),
             centre_goodputs: Vec::with_capacity(windows),
             down_goodputs: Vec::with_capacity(windows),
-            up_attempts: (0, 0),
-            centre_attempts: (0, 0),
-            down_attempts: (0, 0),
             round_windows: 0,
             mirrored: false,
             rounds_since_reprobe: 0,
@@ -427,14 +404,11 @@ impl AdaptiveBatchSize {
         }
         #[expect(clippy::cast_precision_loss, reason = "counts and microseconds are far below 2^52")]
         let goodput = observation.committed as f64 * 1e6 / elapsed_us as f64;
-        let (goodputs, attempts) = match self.arm_of(self.round_windows) {
-            Arm::Side(Side::Up) => (&mut self.up_goodputs, &mut self.up_attempts),
-            Arm::Centre => (&mut self.centre_goodputs, &mut self.centre_attempts),
-            Arm::Side(Side::Down) => (&mut self.down_goodputs, &mut self.down_attempts),
-        };
-        goodputs.push(goodput);
-        attempts.0 += observation.committed;
-        attempts.1 += observation.aborted;
+        match self.arm_of(self.round_windows) {
+            Arm::Side(Side::Up) => self.up_goodputs.push(goodput),
+            Arm::Centre => self.centre_goodputs.push(goodput),
+            Arm::Side(Side::Down) => self.down_goodputs.push(goodput),
+        }
         self.round_windows += 1;
         if self.round_windows < 3 * self.config.windows_per_side && !self.clear_early() {
             return Decision::Measuring;
@@ -489,7 +463,6 @@ impl AdaptiveBatchSize {
         self.up_goodputs.clear();
         self.centre_goodputs.clear();
         self.down_goodputs.clear();
-        (self.up_attempts, self.centre_attempts, self.down_attempts) = ((0, 0), (0, 0), (0, 0));
         self.round_windows = 0;
     }
 
@@ -586,15 +559,14 @@ impl AdaptiveBatchSize {
         self.last_move = winner;
         // The level: the centre's median against what the last round measured at the same
         // size, so neither the step (how far out the sides are) nor a move enters it.
-        let centre_level = Level { goodput: centre, attempts: self.centre_attempts };
-        let shifted = match (&self.level, self.config.level_shift_ratio) {
-            (Some(previous), Some(ratio)) => centre_level.shifted_from(previous, ratio, self.config.abort_shift_ratio),
+        let shifted = match (self.level, self.config.level_shift_ratio) {
+            (Some(previous), Some(ratio)) => centre > previous * (1.0 + ratio) || centre * (1.0 + ratio) < previous,
             _ => false,
         };
         self.level = Some(match winner {
-            Some(Side::Up) => Level { goodput: up, attempts: self.up_attempts },
-            Some(Side::Down) => Level { goodput: down, attempts: self.down_attempts },
-            None => centre_level,
+            Some(Side::Up) => up,
+            Some(Side::Down) => down,
+            None => centre,
         });
         self.rounds_since_reprobe += 1;
         if shifted {
@@ -620,44 +592,6 @@ impl AdaptiveBatchSize {
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to [min, max] of u32")]
         let size = size.clamp(min, max).round() as u32;
         size
-    }
-}
-
-/// Abort ratios below this count as this much when [`ControllerConfig::abort_shift_ratio`]
-/// compares two of them: a move from 0.1% to 0.3% of attempts is not a change of workload.
-pub const ABORT_RATIO_FLOOR: f64 = 0.01;
-
-/// What a round measured at one size.
-#[derive(Debug, Clone, Copy)]
-struct Level {
-    /// Median goodput of the size's windows.
-    goodput: f64,
-    /// `(committed, aborted)` summed over the size's windows.
-    attempts: (u64, u64),
-}
-
-impl Level {
-    /// Whether the workload changed between `previous` and this level: the goodput moved by
-    /// more than `ratio` either way and, with `abort_ratio`, the abort ratio moved by more
-    /// than that (or neither level saw an abort).
-    fn shifted_from(&self, previous: &Level, ratio: f64, abort_ratio: Option<f64>) -> bool {
-        let moved = |now: f64, before: f64, ratio: f64| now > before * (1.0 + ratio) || now * (1.0 + ratio) < before;
-        if !moved(self.goodput, previous.goodput, ratio) {
-            return false;
-        }
-        match abort_ratio {
-            None => true,
-            Some(_) if self.attempts.1 == 0 && previous.attempts.1 == 0 => true,
-            Some(abort_ratio) => moved(self.abort_ratio(), previous.abort_ratio(), abort_ratio),
-        }
-    }
-
-    /// Aborts over attempts, at least [`ABORT_RATIO_FLOOR`].
-    fn abort_ratio(&self) -> f64 {
-        let (committed, aborted) = self.attempts;
-        #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
-        let ratio = aborted as f64 / (committed + aborted).max(1) as f64;
-        ratio.max(ABORT_RATIO_FLOOR)
     }
 }
 

@@ -64,15 +64,6 @@
 //!   wider step alone lowers it), and comparing one size with itself a round later leaves
 //!   only the workload to explain a change. After a move, the size that is now the centre was
 //!   measured as the winning side, and that is the figure the next round compares with.
-//!   The goodput level alone cannot tell a new workload from a host that runs slower for a
-//!   while: on ordo's shared machine the pipeline's goodput at one fixed size steps by a
-//!   third to a half from one window to the next and back seconds later, and each step
-//!   restarted the search, whose wide first steps (1.5) then probed both cliffs of a sharp
-//!   peak. So a shift counts only if the centre's abort ratio moved with it by more than
-//!   `abort_shift_ratio` (default 0.5, ratios below 1% counting as 1%), unless neither round
-//!   saw an abort: at a fixed size the abort ratio is a property of the workload and the
-//!   size (in 2 s pipeline runs, within 0.3 points across seeds while throughput varied by a
-//!   third), and a change of skew moves it with the goodput.
 //! * A round ends early when it is already clear: every three windows (when each arm has
 //!   measured as many windows as the others) it checks whether both sides are below the
 //!   centre by more than `early_decision_ratio` (15%; the centre stays), or a side above the
@@ -167,9 +158,7 @@ mod history;
 mod size;
 mod tuner;
 
-pub use controller::{
-    ABORT_RATIO_FLOOR, AdaptiveBatchSize, ConfigError, ControllerConfig, Decision, WindowObservation,
-};
+pub use controller::{AdaptiveBatchSize, ConfigError, ControllerConfig, Decision, WindowObservation};
 pub use history::History;
 pub use size::{BatchSize, BatchSizeError};
 pub use tuner::{Knob, Tuner};
