@@ -49,6 +49,7 @@ impl Reference {
     /// What a claim's `agrees` says, in the direction column.
     pub fn verdict(self, agrees: Option<bool>) -> &'static str {
         match (self, agrees) {
+            (Reference::Target, None) => "unresolved",
             (_, None) => "",
             (Reference::Paper, Some(true)) => "same as the paper's",
             (Reference::Seed003, Some(true)) => "same as seed 003's",
@@ -212,7 +213,7 @@ mod tests {
             "| quantity | target | ordo | direction |",
             "| auto / best | 0.95x | 0.97x | met |",
             "| auto / best | 0.95x | 0.97x | not met |",
-            "| auto / best | 0.95x | 0.97x |  |",
+            "| auto / best | 0.95x | 0.97x | unresolved |",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }

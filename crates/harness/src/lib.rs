@@ -28,4 +28,6 @@ pub mod progress;
 pub mod result;
 
 pub use metrics::{AbortCause, Recorder, Window};
-pub use result::{Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult, median};
+pub use result::{
+    Aggregate, BatchSizeSample, Description, LatencySummary, RowRates, RunInfo, RunResult, median, median_interval_95,
+};

@@ -375,9 +375,53 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
     }
 }
 
+/// A distribution-free interval that holds the median of the population `values` were drawn
+/// from with probability at least 95%: the `k`-th smallest and `k`-th largest values, with the
+/// largest `k` for which a binomial count of values below the median (each one below it with
+/// probability one half) falls short of `k`, or past `n - k`, with probability at most 5%.
+/// `None` for fewer than 6 values, which cannot bound the median that surely (the whole range
+/// of 5 misses it with probability 2/32).
+pub fn median_interval_95(mut values: Vec<f64>) -> Option<(f64, f64)> {
+    const MISS_MAX: f64 = 0.05;
+    let n = values.len();
+    values.sort_by(f64::total_cmp);
+    // ln P(Bin(n, 1/2) = i), from i = 0 upward; the interval [x(k), x(n+1-k)] (one-based)
+    // misses the median with probability 2 P(Bin <= k - 1).
+    #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
+    let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
+    let (mut ln_p, mut below, mut k) = (ln_half_n, 0.0_f64, 0_usize);
+    while 2 * (k + 1) <= n {
+        below += ln_p.exp();
+        if 2.0 * below > MISS_MAX {
+            break;
+        }
+        k += 1;
+        #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
+        let step = ((n - (k - 1)) as f64).ln() - (k as f64).ln();
+        ln_p += step;
+    }
+    (k > 0).then(|| (values[k - 1], values[n - k]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_interval_widens_with_fewer_values_and_needs_six() {
+        let values = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<_>>();
+        assert_eq!(median_interval_95(values(5)), None, "the range of 5 misses the median with p = 1/16");
+        assert_eq!(median_interval_95(values(6)), Some((1.0, 6.0)), "the range of 6: p = 1/32");
+        // n = 20: P(Bin(20, 1/2) <= 5) = 0.0207, <= 6 = 0.0577, so k = 6: the 6th and 15th.
+        assert_eq!(median_interval_95(values(20)), Some((6.0, 15.0)));
+        // n = 100: P(Bin <= 39) = 0.0176, <= 40 = 0.0284: k = 40, the 40th and 61st.
+        assert_eq!(median_interval_95(values(100)), Some((40.0, 61.0)));
+        // Unsorted input gives the same interval.
+        let mut shuffled = values(20);
+        shuffled.reverse();
+        assert_eq!(median_interval_95(shuffled), Some((6.0, 15.0)));
+        assert_eq!(median_interval_95(Vec::new()), None);
+    }
     use crate::metrics::Window;
 
     fn info() -> RunInfo {

@@ -57,6 +57,8 @@ fn huge_values_are_refused_with_the_limit() {
         (&["fvs-bench", "--runs", "100000000"], "--runs 100000000: must be in 1..=1000"),
         (&["zipf-bench", "--samples", "100000000000000"], "must be in 1..=10000000000"),
         (&["figures", "fvs", "--runs", "100000000"], "--runs 100000000: must be in 1..=1000"),
+        (&["figures", "adaptive", "--confirm-rounds", "0"], "--confirm-rounds 0: must be in 1..=1000"),
+        (&["figures", "adaptive", "--confirm-rounds", "5000"], "--confirm-rounds 5000: must be in 1..=1000"),
         (&["fvs", "--search-budget", "100000000000000"], "--search-budget 100000000000000: must be in 1..=1000000000"),
         (&["bench", "--runs", "1000000000"], "1..=1000"),
         (&["headline", "--runs", "1000000000"], "1..=1000"),

@@ -215,7 +215,8 @@ fn hybrid_normalizes_to_mvcc_si_and_a_renamed_key_stops_it() {
 fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
     let dir = tempfile::tempdir().unwrap();
     ordo()
-        .args(["figures", "adaptive", "--runs", "2", "--duration", "0.05", "--warmup", "0", "--out"])
+        .args(["figures", "adaptive", "--runs", "2", "--confirm-rounds", "6", "--duration", "0.05", "--warmup", "0"])
+        .arg("--out")
         .arg(dir.path())
         .timeout(std::time::Duration::from_mins(8))
         .assert()
@@ -232,6 +233,7 @@ fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
     }
     let report = read("REPORT.md");
     assert!(report.contains("| quantity | target | ordo | direction |"), "{report}");
+    assert!(report.contains("--confirm-rounds 6"), "the report's command names the confirmation rounds");
     let claims = claims(&report, "Adaptive batch sizes");
     assert_eq!(claims.len(), 10);
     let tps = |r: &serde_json::Value| r["throughput_tps"].as_f64().unwrap();
@@ -257,7 +259,7 @@ fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
             let (auto_again, best_again) = (find(&"auto".into()), find(size));
             let rounds: Vec<serde_json::Value> =
                 read(&format!("{cell}.runs.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-            assert_eq!(rounds.len(), 4, "2 rounds of 2 configurations");
+            assert_eq!(rounds.len(), 12, "6 rounds of 2 configurations");
             let paired: Vec<f64> = rounds
                 .iter()
                 .filter(here)
@@ -271,17 +273,28 @@ fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
                     tps(a) / tps(fixed)
                 })
                 .collect();
-            assert_eq!(paired.len(), 2);
-            let (_, target, ordo) =
-                row(&claims, &format!("auto / best fixed size ({size}), {concurrency} live, θ={theta}"));
+            assert_eq!(paired.len(), 6);
+            let quantity = format!("auto / best fixed size ({size}), {concurrency} live, θ={theta}");
+            let (_, target, ordo) = row(&claims, &quantity);
             assert_eq!(target, "at least 0.95x");
+            // Six rounds bound the median at 95% by their whole range.
+            let (low, high) = paired.iter().fold((f64::INFINITY, 0.0_f64), |(l, h), &r| (l.min(r), h.max(r)));
             let expected = format!(
-                "{:.2}x (paired by round: {:.2}x; in the sweep: {:.2}x;",
+                "{:.2}x (paired by round: {:.2}x, 95% interval {low:.2}-{high:.2}x over 6 rounds; in the sweep: {:.2}x;",
                 median_tps(auto_again) / median_tps(best_again),
                 median(paired),
                 median_tps(auto) / median_tps(best)
             );
             assert!(ordo.starts_with(&expected), "{ordo:?} does not start with {expected:?}");
+            let verdict = if low >= 0.95 {
+                "met"
+            } else if high < 0.95 {
+                "not met"
+            } else {
+                "unresolved"
+            };
+            let line = report.lines().find(|l| l.starts_with(&format!("| {quantity} |"))).unwrap();
+            assert!(line.ends_with(&format!("| {verdict} |")), "{line:?} is not {verdict:?}");
         }
     }
     for file in ["adaptive_100_tps.png", "adaptive_300_sizes.svg", "adaptive.csv"] {

@@ -60,6 +60,12 @@ pub struct FiguresArgs {
     /// experiment's own (2; tpcc and hybrid 1).
     #[arg(long)]
     pub warmup: Option<f64>,
+    /// Rounds of `adaptive`'s confirmation (auto against each cell's best fixed size),
+    /// 1..=1000; default --runs. On a noisy host a 5% target takes tens of rounds to resolve:
+    /// the report gives each cell's 95% interval, and calls a cell whose interval straddles
+    /// the target unresolved.
+    #[arg(long)]
+    pub confirm_rounds: Option<usize>,
     /// Discard finished runs in the output folder and measure everything again.
     #[arg(long)]
     pub fresh: bool,
@@ -114,6 +120,8 @@ pub struct Context {
     pub out: PathBuf,
     pub quick: bool,
     pub runs: usize,
+    /// Rounds of `adaptive`'s confirmation.
+    pub confirm_rounds: usize,
     pub fresh: bool,
     /// Measured and warm-up seconds per point.
     pub duration_s: f64,
@@ -130,6 +138,9 @@ impl Context {
 pub fn validate(args: &FiguresArgs) -> Result<usize> {
     let runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 });
     super::bench::values::within("--runs", [runs], 1, super::bench::RUNS_MAX)?;
+    if let Some(rounds) = args.confirm_rounds {
+        super::bench::values::within("--confirm-rounds", [rounds], 1, super::bench::RUNS_MAX)?;
+    }
     if let Some(duration) = args.duration
         && !(duration.is_finite() && duration > 0.0 && duration <= super::bench::PHASE_S_MAX)
     {
@@ -172,6 +183,7 @@ pub fn run(args: &FiguresArgs) -> Result<()> {
             out: args.out.clone(),
             quick: args.quick,
             runs,
+            confirm_rounds: args.confirm_rounds.unwrap_or(runs),
             fresh: args.fresh,
             duration_s: timing.duration_s,
             warmup_s: timing.warmup_s,
@@ -214,6 +226,9 @@ fn write_report(args: &FiguresArgs, runs: usize, sections: &[Section]) -> Result
     }
     if args.runs.is_some() {
         command.push_str(&format!(" --runs {runs}"));
+    }
+    if let Some(rounds) = args.confirm_rounds {
+        command.push_str(&format!(" --confirm-rounds {rounds}"));
     }
     if let Some(duration) = args.duration {
         command.push_str(&format!(" --duration {duration}"));
@@ -280,7 +295,8 @@ fn preamble(runs: usize, sections: &[Section]) -> Vec<String> {
     if sections.iter().any(|s| s.report.reference == Reference::Target) {
         paragraphs.push(
             "The adaptive section checks a target of ordo's own instead: the paper leaves adaptive batching to \
-             future work (§7), so its source column states what `auto` is to reach against the best fixed size."
+             future work (§7), so its source column states what `auto` is to reach against the best fixed size, \
+             and a cell is met, not met or unresolved by where the 95% interval of its paired ratio lies."
                 .into(),
         );
     }
