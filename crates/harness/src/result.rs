@@ -376,11 +376,12 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 /// A distribution-free interval that holds the median of the population `values` were drawn
-/// from with probability at least 95%: the `k`-th smallest and `k`-th largest values, with the
-/// largest `k` for which a binomial count of values below the median (each one below it with
-/// probability one half) falls short of `k`, or past `n - k`, with probability at most 5%.
-/// `None` for fewer than 6 values, which cannot bound the median that surely (the whole range
-/// of 5 misses it with probability 2/32).
+/// from with probability at least 95%: the `k`-th smallest and the `k`-th largest value, with
+/// `k` as large as keeps the chance that the median lies outside them at most 5%. Each value
+/// lies below the median with probability one half, so that chance is twice the probability
+/// that a binomial count of `n` draws at one half is below `k`. `None` for fewer than 6
+/// values, which cannot bound the median that surely (the whole range of 5 misses it with
+/// probability 2/32).
 pub fn median_interval_95(mut values: Vec<f64>) -> Option<(f64, f64)> {
     const MISS_MAX: f64 = 0.05;
     let n = values.len();
@@ -406,6 +407,7 @@ pub fn median_interval_95(mut values: Vec<f64>) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Window;
 
     #[test]
     fn the_median_interval_widens_with_fewer_values_and_needs_six() {
@@ -422,7 +424,6 @@ mod tests {
         assert_eq!(median_interval_95(shuffled), Some((6.0, 15.0)));
         assert_eq!(median_interval_95(Vec::new()), None);
     }
-    use crate::metrics::Window;
 
     fn info() -> RunInfo {
         let run = Description {

@@ -15,9 +15,9 @@
 //! reported beside it. The verdict is the paired figure's: its distribution-free 95% interval
 //! ([`median_interval_95`]) at or above the target is met, below it not met, and across it (or
 //! under 6 rounds, which cannot bound a median that surely) unresolved. On the reference host
-//! runs spread by a factor of two and a 5% target took 60-150 rounds to bound
-//! (`--confirm-rounds`, by default `--runs`). The target is ordo's own (the paper names adaptive batching as future
-//! work, §7): `auto` at least [`AUTO_SHARE_MIN`] of the best fixed size, and never below the
+//! runs spread by a factor of two, and a cell within 5% of the target stayed unresolved after
+//! a hundred rounds (`--confirm-rounds`, by default `--runs`). The target is ordo's own (the
+//! paper names adaptive batching as future work, §7): `auto` at least [`AUTO_SHARE_MIN`] of the best fixed size, and never below the
 //! fixed size that was the default before `auto` ([`FIXED_DEFAULT_BEFORE`], from the sweep).
 
 use std::collections::BTreeMap;
