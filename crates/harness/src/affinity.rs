@@ -112,7 +112,11 @@ mod tests {
     #[test]
     fn a_round_trip_between_two_cores_is_measured_and_bounded() {
         let Some(cores) = cores().filter(|cores| cores.len() >= 2) else { return };
-        let trip = round_trip(cores[0], cores[1], 1_000).expect("two available cores can be pinned");
+        // A measurement gives up when a peer cannot run within the timeout (a loaded machine,
+        // or this test at a low priority beside other work); three tries must measure once.
+        let trip = (0..3)
+            .find_map(|_| round_trip(cores[0], cores[1], 1_000))
+            .expect("two available cores can be pinned and measured within three tries");
         assert!(trip > Duration::ZERO && trip < MEASUREMENT_TIMEOUT, "round trip {trip:?}");
         assert!(probe().is_some());
     }
