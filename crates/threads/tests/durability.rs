@@ -15,6 +15,8 @@
 //!
 //! Replay one seed: `ORDO_SEED=<n> cargo test -p ordo-threads --test durability`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -461,13 +463,6 @@ fn check_seed<P: TableProtocol>(
     }
 }
 
-fn seeds(default: u64) -> Vec<u64> {
-    match std::env::var("ORDO_SEED") {
-        Ok(seed) => vec![seed.parse().expect("ORDO_SEED is a u64")],
-        Err(_) => (0..default).collect(),
-    }
-}
-
 /// Runs `seeds` seeds of `workload` under every protocol on tables; returns the coverage.
 fn every_protocol(workload: &Arc<dyn TableWorkload>, seeds: &[u64], steps: usize) -> Coverage {
     let mut coverage = Coverage::default();
@@ -486,7 +481,7 @@ fn every_protocol(workload: &Arc<dyn TableWorkload>, seeds: &[u64], steps: usize
 
 #[test]
 fn smallbank_recovers_a_prefix_of_its_commits_with_every_acknowledged_one_after_any_crash() {
-    let seeds = seeds(300);
+    let seeds = common::seeds(0..300);
     let coverage = every_protocol(&smallbank(), &seeds, 400);
     if seeds.len() > 1 {
         // The seeds must reach the interesting points, or the test proves little.
@@ -506,7 +501,7 @@ fn smallbank_recovers_a_prefix_of_its_commits_with_every_acknowledged_one_after_
 
 #[test]
 fn tpcc_with_inserts_and_deletes_recovers_a_prefix_of_its_commits_after_any_crash() {
-    let seeds = seeds(6);
+    let seeds = common::seeds(0..6);
     let coverage = every_protocol(&tpcc(), &seeds, 250);
     if seeds.len() > 1 {
         assert!(coverage.checkpoints > 0 && coverage.acknowledged > 0, "{coverage:?}");
@@ -516,7 +511,7 @@ fn tpcc_with_inserts_and_deletes_recovers_a_prefix_of_its_commits_after_any_cras
 #[test]
 fn deleted_and_recreated_keys_recover_with_increasing_versions() {
     let workload: Arc<dyn TableWorkload> = Arc::new(Toggle::new());
-    let seeds = seeds(300);
+    let seeds = common::seeds(0..300);
     let coverage = every_protocol(&workload, &seeds, 400);
     if seeds.len() > 1 {
         assert!(coverage.checkpoints > 0 && coverage.acknowledged > 0 && coverage.lost_epochs > 0, "{coverage:?}");

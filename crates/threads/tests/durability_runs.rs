@@ -5,13 +5,17 @@
 //! `mvcc_si` and `ssi` too, with checkpoints taken back to back while chains are trimmed.
 //!
 //! A seed fixes the faults, not the thread schedule. Replay one seed with
-//! `ORDO_SEED=<n> cargo test -p ordo-threads --test durability_runs`.
+//! `ORDO_SEED=<n> cargo test -p ordo-threads --test durability_runs`. The tests run one at a
+//! time (`exclusive`): each runs busy workers on a 2-core machine.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{exclusive, run_spec, seeds};
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FaultyDir, FileDir};
 use ordo_threads::ProtocolKind;
@@ -20,20 +24,6 @@ use ordo_threads::tables::durable::CheckpointPolicy;
 use ordo_threads::tables::{TableRunSpec, TablesConfig};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{KvTables, SmallBank, SmallBankConfig, TableWorkload, Workload};
-
-/// Runs of this file go one at a time: each runs busy workers on a 2-core machine.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn seeds(default: u64) -> Vec<u64> {
-    match std::env::var("ORDO_SEED") {
-        Ok(seed) => vec![seed.parse().expect("ORDO_SEED is a u64")],
-        Err(_) => (0..default).collect(),
-    }
-}
 
 fn bank() -> Arc<SmallBank> {
     Arc::new(
@@ -59,13 +49,7 @@ fn config(durability: Durability) -> TablesConfig {
 }
 
 fn spec(seed: u64, duration_ms: u64) -> TableRunSpec {
-    TableRunSpec {
-        seed,
-        warmup: Duration::ZERO,
-        duration: Duration::from_millis(duration_ms),
-        cooldown: Duration::ZERO,
-        record_history: true,
-    }
+    run_spec(seed, Duration::from_millis(duration_ms), true)
 }
 
 /// Runs on `dir`, collecting the history entries as they are acknowledged.
@@ -126,7 +110,7 @@ fn acknowledged_commits_survive_a_power_cut_or_a_failed_fsync_under_threads() {
     let bank = bank();
     let workload: Arc<dyn TableWorkload> = Arc::new(KvTables::new(bank.clone(), 16));
     let mut stopped = 0;
-    for seed in seeds(8) {
+    for seed in seeds(0..8) {
         let hint = format!("replay: ORDO_SEED={seed} cargo test -p ordo-threads --test durability_runs");
         let dir = FaultyDir::new(seed);
         // A first run makes the log; the fault comes in the second, at a seeded moment.

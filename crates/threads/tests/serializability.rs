@@ -5,28 +5,19 @@
 //! Thread interleavings are up to the OS, so a seed fixes the workload, not the schedule. A
 //! failing case prints its seed; rerun it (many times, if need be) with
 //! `ORDO_SEED=<seed> cargo test -p ordo-threads --test serializability`.
+//!
+//! The tests run one at a time (`exclusive`): each already runs two busy workers, and a 2-core
+//! machine oversubscribed with spinning workers measures the scheduler, not the protocols.
+
+mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{exclusive, seeds};
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, run};
 use ordo_workload::smallbank::CONSERVED_MIX;
 use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
-
-/// The tests of this file run one at a time: each already runs two busy workers, and a 2-core
-/// machine oversubscribed with spinning workers measures the scheduler, not the protocols.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn seeds(count: u64) -> Vec<u64> {
-    match std::env::var("ORDO_SEED") {
-        Ok(seed) => vec![seed.parse().expect("ORDO_SEED is a u64")],
-        Err(_) => (1..=count).collect(),
-    }
-}
 
 fn workloads(theta: f64, seed: u64) -> Vec<Arc<dyn Workload>> {
     vec![
@@ -101,7 +92,7 @@ fn spec(seed: u64, duration_ms: u64) -> RunSpec {
 #[test]
 fn serializable_protocols_produce_serializable_histories() {
     let _one_at_a_time = exclusive();
-    for seed in seeds(4) {
+    for seed in seeds(1..=4) {
         for workload in workloads(0.9, seed) {
             for config in engines() {
                 let context = format!(

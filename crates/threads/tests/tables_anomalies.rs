@@ -16,8 +16,11 @@
 //!
 //! Adding a protocol is one line in `protocols!` at the bottom.
 
+mod common;
+
+use common::Preloaded;
 use ordo_history::HistoryEntry;
-use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_storage::{TableId, TableSchema};
 use ordo_threads::ProtocolKind;
 use ordo_threads::tables::mvcc::VERSIONS_DEFAULT;
 use ordo_threads::tables::simulate::{Stop, Turns};
@@ -25,9 +28,7 @@ use ordo_threads::tables::{
     Epochs, Index, Isolation, MvccTables, SiloFaults, SiloTables, TableProtocol, TicTocTables, TwoPhaseTables,
     WorkerOptions,
 };
-use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-};
+use ordo_workload::{Aborted, Direction, TableWorkload, Tx};
 
 const ITEMS: TableId = 0;
 const X: u64 = 1;
@@ -45,57 +46,10 @@ const FILLER: u64 = 10_000;
 const FINISH_TURNS_MAX: usize = 100_000;
 
 /// `items`: x and y at 0, the range's keys at 1, and `filler` keys from 1000 on.
-#[derive(Debug)]
-struct Items {
-    schema: Schema,
-    filler: u64,
-}
-
-impl Items {
-    fn new(filler: u64) -> Self {
-        let mut schema = Schema::new();
-        schema.add(TableSchema::new("items").int("value")).unwrap();
-        Items { schema, filler }
-    }
-}
-
-impl TableWorkload for Items {
-    fn name(&self) -> &'static str {
-        "anomalies"
-    }
-
-    fn procedure_names(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn schema(&self) -> &Schema {
-        &self.schema
-    }
-
-    fn load(&self, part: usize, _parts: usize, sink: &mut dyn FnMut(TableId, u64, &[u64])) {
-        if part == 0 {
-            sink(ITEMS, X, &[0]);
-            sink(ITEMS, Y, &[0]);
-            for key in (LOW..=HIGH).step_by(10) {
-                sink(ITEMS, key, &[1]);
-            }
-            for key in 1000..1000 + self.filler {
-                sink(ITEMS, key, &[1]);
-            }
-        }
-    }
-
-    fn generate(&self, _rng: &mut WorkloadRng, _worker: usize, _txn: &mut Txn) {}
-
-    fn run(&self, _txn: &Txn, _tx: &mut dyn Tx, _scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-        Ok(Outcome::Commit)
-    }
-
-    fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
-
-    fn check(&self, _tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        Ok(ConsistencyReport { checked: Vec::new() })
-    }
+fn items(filler: u64) -> Preloaded {
+    let ones = (LOW..=HIGH).step_by(10).chain(1000..1000 + filler).map(|key| (ITEMS, key, vec![1]));
+    let rows = [(ITEMS, X, vec![0]), (ITEMS, Y, vec![0])].into_iter().chain(ones);
+    Preloaded::new("anomalies", [TableSchema::new("items").int("value")], rows)
 }
 
 /// One step of a script's transaction.
@@ -229,7 +183,7 @@ fn step(tx: &mut dyn Tx, op: Op, result: &mut TxnResult) -> Result<Option<bool>,
 /// Drives a script: each `(transaction, op)` in turn, on a fresh database.
 fn run_script<P: TableProtocol>(
     build: &dyn Fn(&dyn TableWorkload) -> P,
-    workload: &Items,
+    workload: &Preloaded,
     script: &[(usize, Op)],
 ) -> ScriptOutcome {
     let protocol = build(workload);
@@ -398,11 +352,11 @@ fn anomalies<P: TableProtocol>(build: impl Fn(&dyn TableWorkload) -> P, check_hi
         // Alone, each transaction commits (its Abort step aside).
         for t in 0..2 {
             let alone: Vec<(usize, Op)> = scenario.script.iter().copied().filter(|s| s.0 == t).collect();
-            let outcome = run_script(&build, &Items::new(0), &alone);
+            let outcome = run_script(&build, &items(0), &alone);
             let aborts_itself = alone.iter().any(|s| s.1 == Op::Abort);
             assert_eq!(outcome.txns[t].committed, !aborts_itself, "{}: transaction {t} alone", scenario.name);
         }
-        let outcome = run_script(&build, &Items::new(0), scenario.script);
+        let outcome = run_script(&build, &items(0), scenario.script);
         if (scenario.anomaly)(&outcome) {
             shown.push(scenario.name);
         }
@@ -417,7 +371,7 @@ fn anomalies<P: TableProtocol>(build: impl Fn(&dyn TableWorkload) -> P, check_hi
 /// Checks that the protocol `build` makes shows exactly the anomalies its isolation level
 /// admits.
 fn expect_anomalies<P: TableProtocol>(build: impl Fn(&dyn TableWorkload) -> P) {
-    let serializable = build(&Items::new(0)).kind().serializable();
+    let serializable = build(&items(0)).kind().serializable();
     let expected: &[&str] = if serializable { &[] } else { SNAPSHOT_ANOMALIES };
     assert_eq!(anomalies(build, serializable), expected);
 }
@@ -429,7 +383,7 @@ fn no_false_phantom<P: TableProtocol>(build: impl Fn(&dyn TableWorkload) -> P) {
     let far = 1000 + FILLER + 10;
     let script =
         [(0, Op::Count), (1, Op::InsertIfAbsent(far, far + 1)), (1, Op::Commit), (0, Op::Write(X, 7)), (0, Op::Commit)];
-    let outcome = run_script(&build, &Items::new(FILLER), &script);
+    let outcome = run_script(&build, &items(FILLER), &script);
     assert!(outcome.both_committed(), "an insert far outside a scanned range aborted someone: {outcome:?}");
     assert_eq!((outcome.value(far), outcome.value(X)), (Some(1), Some(7)));
 }

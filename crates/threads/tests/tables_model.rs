@@ -7,60 +7,28 @@
 //! A failure prints its seed; rerun with `ORDO_SEED=<seed> cargo test -p ordo-threads --test
 //! tables_model`.
 
-use std::collections::BTreeMap;
+mod common;
 
-use ordo_storage::{Schema, TableId, TableSchema};
+use common::{EVENS, evens, seed};
+use ordo_storage::TableId;
 use ordo_threads::tables::Epochs;
 use ordo_threads::tables::{Index, SiloTables};
-use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-    rng_from_seed,
-};
+use ordo_workload::{Direction, Tx, rng_from_seed};
 use rand::Rng;
 
-const TABLE: TableId = 0;
+const TABLE: TableId = EVENS;
 /// Keys drawn from `0..KEYS`; the table starts with the even ones.
 const KEYS: u64 = 200;
 const TRANSACTIONS: usize = 3_000;
 const OPERATIONS_MAX: usize = 8;
 
-#[derive(Debug)]
-struct Evens(Schema);
-
-impl TableWorkload for Evens {
-    fn name(&self) -> &'static str {
-        "evens"
-    }
-    fn procedure_names(&self) -> &'static [&'static str] {
-        &["none"]
-    }
-    fn schema(&self) -> &Schema {
-        &self.0
-    }
-    fn load(&self, part: usize, parts: usize, sink: &mut dyn FnMut(TableId, u64, &[u64])) {
-        for key in (0..KEYS).step_by(2).filter(|key| (key / 2) as usize % parts == part) {
-            sink(TABLE, key, &[key, !key]);
-        }
-    }
-    fn generate(&self, _rng: &mut WorkloadRng, _worker: usize, _txn: &mut Txn) {}
-    fn run(&self, _txn: &Txn, _tx: &mut dyn Tx, _scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-        Ok(Outcome::Commit)
-    }
-    fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
-    fn check(&self, _tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        Ok(ConsistencyReport { checked: Vec::new() })
-    }
-}
-
 #[test]
 fn random_transactions_match_a_btreemap() {
-    let seed = std::env::var("ORDO_SEED").map_or(11, |s| s.parse().expect("ORDO_SEED is a u64"));
-    let mut schema = Schema::new();
-    schema.add(TableSchema::new("evens").int("a").int("b")).unwrap();
-    let workload = Evens(schema);
+    let seed = seed(11);
+    let workload = evens(KEYS);
     let silo = SiloTables::load(&workload, Index::Tree, 2, Epochs::clock(1)).unwrap();
     let mut worker = silo.worker(0, true);
-    let mut model: BTreeMap<u64, Vec<u64>> = (0..KEYS).step_by(2).map(|key| (key, vec![key, !key])).collect();
+    let mut model = workload.rows(TABLE);
     let mut rng = rng_from_seed(seed);
     let mut row = [0u64; 2];
     let (mut commits, mut failed_commits) = (0usize, 0usize);

@@ -10,59 +10,36 @@
 //! Tables: `doctors` 1 and 2 (row: on call 1/0); `shifts` keyed `day * 100 + slot` (row: the
 //! doctor), empty at first; `accounts` 1 (checking) and 2 (savings) of one customer.
 
+mod common;
+
 use std::collections::BTreeMap;
 
-use ordo_storage::{Schema, TableId, TableSchema};
+use common::Preloaded;
+use ordo_storage::{TableId, TableSchema};
 use ordo_threads::tables::{Epochs, Index, Isolation, MvccTables, TableProtocol, WorkerOptions};
-use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-};
+use ordo_workload::{Direction, Tx};
 
 const DOCTORS: TableId = 0;
 const SHIFTS: TableId = 1;
 const ACCOUNTS: TableId = 2;
 const DAY: u64 = 7;
 
-#[derive(Debug)]
-struct Ward(Schema);
-
-impl Ward {
-    fn new() -> Self {
-        let mut schema = Schema::new();
-        schema.add(TableSchema::new("doctors").int("on_call")).unwrap();
-        schema.add(TableSchema::new("shifts").int("doctor")).unwrap();
-        schema.add(TableSchema::new("accounts").int("balance")).unwrap();
-        Ward(schema)
-    }
-}
-
-impl TableWorkload for Ward {
-    fn name(&self) -> &'static str {
-        "ward"
-    }
-    fn procedure_names(&self) -> &'static [&'static str] {
-        &["none"]
-    }
-    fn schema(&self) -> &Schema {
-        &self.0
-    }
-    fn load(&self, part: usize, _parts: usize, sink: &mut dyn FnMut(TableId, u64, &[u64])) {
-        if part == 0 {
-            sink(DOCTORS, 1, &[1]);
-            sink(DOCTORS, 2, &[1]);
-            sink(SHIFTS, 1, &[0]);
-            sink(ACCOUNTS, 1, &[0]);
-            sink(ACCOUNTS, 2, &[0]);
-        }
-    }
-    fn generate(&self, _rng: &mut WorkloadRng, _worker: usize, _txn: &mut Txn) {}
-    fn run(&self, _txn: &Txn, _tx: &mut dyn Tx, _scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-        Ok(Outcome::Commit)
-    }
-    fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
-    fn check(&self, _tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        Ok(ConsistencyReport { checked: Vec::new() })
-    }
+/// The ward the scripts run in: both doctors on call, one shift (not on day 7), both accounts
+/// empty.
+fn ward() -> Preloaded {
+    let tables = [
+        TableSchema::new("doctors").int("on_call"),
+        TableSchema::new("shifts").int("doctor"),
+        TableSchema::new("accounts").int("balance"),
+    ];
+    let rows = [
+        (DOCTORS, 1, vec![1]),
+        (DOCTORS, 2, vec![1]),
+        (SHIFTS, 1, vec![0]),
+        (ACCOUNTS, 1, vec![0]),
+        (ACCOUNTS, 2, vec![0]),
+    ];
+    Preloaded::new("ward", tables, rows)
 }
 
 /// One step of a script: which transaction, and what it does.
@@ -296,7 +273,7 @@ fn anomalies<P: TableProtocol>(build: &dyn Fn() -> P) -> Vec<&'static str> {
 }
 
 fn mvcc(isolation: Isolation) -> MvccTables {
-    MvccTables::load(&Ward::new(), Index::Tree, 1, Epochs::manual(), isolation, 8).unwrap()
+    MvccTables::load(&ward(), Index::Tree, 1, Epochs::manual(), isolation, 8).unwrap()
 }
 
 #[test]

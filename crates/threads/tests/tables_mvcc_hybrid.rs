@@ -10,6 +10,8 @@
 //! A seed fixes the workload, not the thread schedule; rerun a failure with
 //! `ORDO_SEED=<seed> cargo test -p ordo-threads --test tables_mvcc_hybrid -- --nocapture`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,7 +26,7 @@ const TRANSACTIONS_PER_THREAD: usize = 1_500;
 const ATTEMPTS_MAX: u32 = 100_000;
 
 fn seed() -> u64 {
-    std::env::var("ORDO_SEED").map_or(5, |s| s.parse().expect("ORDO_SEED is a u64"))
+    common::seed(5)
 }
 
 fn hybrid() -> Tpcc {

@@ -4,7 +4,13 @@
 //! aborting with `snapshot_too_old` instead of reading a wrong version.
 //!
 //! The table `items` holds keys 1..=n (row: one value word).
+//!
+//! The tests run one at a time (`exclusive`): reuse waits for every pinned thread to move on,
+//! and another test's threads pinning meanwhile would only make the bounds depend on timing.
 
+mod common;
+
+use common::{check_queue_length, exclusive};
 use ordo_harness::AbortCause;
 use ordo_storage::{Schema, TableId, TableSchema};
 use ordo_threads::tables::driver::{Finished, run_transaction};
@@ -73,26 +79,11 @@ impl TableWorkload for Queue {
     }
     fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
     fn check(&self, tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        let rows = tx
-            .scan(ITEMS, 0, u64::MAX >> 1, Direction::Ascending, usize::MAX, &mut |_, _| true)
-            .map_err(|Aborted| ConsistencyError { condition: "readable".into(), detail: "the scan aborted".into() })?;
-        if rows as u64 == self.count {
-            Ok(ConsistencyReport { checked: vec!["queue length".into()] })
-        } else {
-            Err(ConsistencyError { condition: "queue length".into(), detail: format!("{rows} items") })
-        }
+        check_queue_length(tx, ITEMS, self.count)
     }
 }
 
 const QUEUE_STEPS: usize = 20_000;
-
-/// The tests of this file run one at a time: reuse waits for every pinned thread to move on,
-/// and another test's threads pinning meanwhile would only make the bounds depend on timing.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 #[test]
 fn a_queue_keeps_records_and_versions_bounded() {

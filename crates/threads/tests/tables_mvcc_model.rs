@@ -13,50 +13,24 @@
 //! A failure prints its seed; rerun with `ORDO_SEED=<seed> cargo test -p ordo-threads --test
 //! tables_mvcc_model`.
 
+mod common;
+
 use std::collections::BTreeMap;
 
+use common::{EVENS, evens, seeds};
 use ordo_harness::AbortCause;
-use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_storage::TableId;
 use ordo_threads::tables::{Epochs, Index, Isolation, MvccTables, MvccTx, MvccWorker, WorkerOptions};
-use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-    rng_from_seed,
-};
+use ordo_workload::{Aborted, Direction, Tx, WorkloadRng, rng_from_seed};
 use rand::Rng;
 
-const TABLE: TableId = 0;
+const TABLE: TableId = EVENS;
 /// Keys drawn from `0..KEYS`; the table starts with the even ones.
 const KEYS: u64 = 40;
 const STEPS: usize = 6_000;
 const ATTEMPTS_AT_ONCE: usize = 3;
-
-#[derive(Debug)]
-struct Evens(Schema);
-
-impl TableWorkload for Evens {
-    fn name(&self) -> &'static str {
-        "evens"
-    }
-    fn procedure_names(&self) -> &'static [&'static str] {
-        &["none"]
-    }
-    fn schema(&self) -> &Schema {
-        &self.0
-    }
-    fn load(&self, part: usize, parts: usize, sink: &mut dyn FnMut(TableId, u64, &[u64])) {
-        for key in (0..KEYS).step_by(2).filter(|key| (key / 2) as usize % parts == part) {
-            sink(TABLE, key, &[key, !key]);
-        }
-    }
-    fn generate(&self, _rng: &mut WorkloadRng, _worker: usize, _txn: &mut Txn) {}
-    fn run(&self, _txn: &Txn, _tx: &mut dyn Tx, _scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-        Ok(Outcome::Commit)
-    }
-    fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
-    fn check(&self, _tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        Ok(ConsistencyReport { checked: Vec::new() })
-    }
-}
+/// Seeds each test runs, from 1, unless `ORDO_SEED` names one.
+const SEEDS_DEFAULT: u64 = 6;
 
 type Rows = BTreeMap<u64, Vec<u64>>;
 
@@ -94,16 +68,14 @@ struct Model {
 const BATCH_STEPS_MAX: usize = 60;
 
 fn scenario(isolation: Isolation, versions_max: usize, seed: u64) {
-    let mut schema = Schema::new();
-    schema.add(TableSchema::new("evens").int("a").int("b")).unwrap();
-    let workload = Evens(schema);
+    let workload = evens(KEYS);
     let mvcc = MvccTables::load(&workload, Index::Tree, 2, Epochs::manual(), isolation, versions_max).unwrap();
     let record = isolation == Isolation::SerialSafetyNet;
     let mut workers: Vec<MvccWorker> = (0..ATTEMPTS_AT_ONCE)
         .map(|index| mvcc.worker(WorkerOptions { index, workers: ATTEMPTS_AT_ONCE, record_history: record }))
         .collect();
-    let loaded: Rows = (0..KEYS).step_by(2).map(|key| (key, vec![key, !key])).collect();
-    let mut model = Model { states: vec![loaded], last_write: BTreeMap::new(), commits: 0, refused: 0, too_old: 0 };
+    let mut model =
+        Model { states: vec![workload.rows(TABLE)], last_write: BTreeMap::new(), commits: 0, refused: 0, too_old: 0 };
     let mut rng = rng_from_seed(seed);
     let mut step = 0;
     while step < STEPS {
@@ -291,30 +263,23 @@ fn operate(
     Ok(())
 }
 
-fn seeds() -> Vec<u64> {
-    match std::env::var("ORDO_SEED") {
-        Ok(seed) => vec![seed.parse().expect("ORDO_SEED is a u64")],
-        Err(_) => (1..=6).collect(),
-    }
-}
-
 #[test]
 fn snapshot_isolation_matches_the_model() {
-    for seed in seeds() {
+    for seed in seeds(1..=SEEDS_DEFAULT) {
         scenario(Isolation::Snapshot, 8, seed);
     }
 }
 
 #[test]
 fn the_serial_safety_net_matches_the_model_and_serializes() {
-    for seed in seeds() {
+    for seed in seeds(1..=SEEDS_DEFAULT) {
         scenario(Isolation::SerialSafetyNet, 8, seed);
     }
 }
 
 #[test]
 fn a_small_version_cap_aborts_old_snapshots_and_never_misreads() {
-    for seed in seeds() {
+    for seed in seeds(1..=SEEDS_DEFAULT) {
         scenario(Isolation::Snapshot, 2, seed);
         scenario(Isolation::SerialSafetyNet, 2, seed);
     }

@@ -3,17 +3,20 @@
 //! commit when run alone, so a protocol that aborts everything cannot pass.
 //!
 //! The table `items` holds keys 10, 20, ..., 100 (row: one value word); `other` holds key 0.
+//!
+//! The queue tests run one at a time (`exclusive`): reclamation waits on epochs, which a busy
+//! neighbour slows down.
 
+mod common;
+
+use common::{Change, ITEMS, Look, OTHER, change, check_queue_length, exclusive, keys_in, look};
 use ordo_storage::{Schema, TableId, TableSchema};
 use ordo_threads::tables::Epochs;
 use ordo_threads::tables::driver::{Finished, run_transaction};
-use ordo_threads::tables::{Index, SiloTables, SiloTx};
+use ordo_threads::tables::{Index, SiloTables};
 use ordo_workload::{
     Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
 };
-
-const ITEMS: TableId = 0;
-const OTHER: TableId = 1;
 
 /// A small table workload: `items` with keys `step, 2 step, ..., count step`; its one
 /// procedure is a queue step (delete the lowest item, insert one above the highest).
@@ -81,14 +84,7 @@ impl TableWorkload for Items {
     fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
 
     fn check(&self, tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        let rows = tx
-            .scan(ITEMS, 0, u64::MAX >> 1, Direction::Ascending, usize::MAX, &mut |_, _| true)
-            .map_err(|Aborted| ConsistencyError { condition: "readable".into(), detail: "the scan aborted".into() })?;
-        if rows as u64 == self.count {
-            Ok(ConsistencyReport { checked: vec!["queue length".into()] })
-        } else {
-            Err(ConsistencyError { condition: "queue length".into(), detail: format!("{rows} items") })
-        }
+        check_queue_length(tx, ITEMS, self.count)
     }
 }
 
@@ -96,65 +92,24 @@ fn database() -> SiloTables {
     SiloTables::load(&Items::new(10, 10), Index::Tree, 1, Epochs::clock(1)).unwrap()
 }
 
-fn keys_in(tx: &mut SiloTx<'_>, low: u64, high: u64) -> Vec<u64> {
-    let mut keys = Vec::new();
-    tx.scan(ITEMS, low, high, Direction::Ascending, usize::MAX, &mut |key, _| {
-        keys.push(key);
-        true
-    })
-    .unwrap();
-    keys
-}
-
-/// How the reader (T1) of a scenario looks at the range 30..=50 before writing elsewhere.
-#[derive(Clone, Copy, Debug)]
-enum Look {
-    /// A scan of 30..=50.
-    Scan,
-    /// A get of the absent key 35.
-    AbsentGet,
-}
-
-/// What the writer (T2) does to the range.
-#[derive(Clone, Copy, Debug)]
-enum Change {
-    Insert35,
-    Delete40,
-}
-
-fn look(tx: &mut SiloTx<'_>, how: Look) {
-    match how {
-        Look::Scan => assert_eq!(keys_in(tx, 30, 50), vec![30, 40, 50]),
-        Look::AbsentGet => assert_eq!(tx.get(ITEMS, 35, &mut [0], false), Ok(false)),
-    }
-    assert_eq!(tx.put(OTHER, 0, &[1]), Ok(true));
-}
-
-fn change(tx: &mut SiloTx<'_>, how: Change) {
-    match how {
-        Change::Insert35 => assert_eq!(tx.insert(ITEMS, 35, &[35]), Ok(true)),
-        Change::Delete40 => assert_eq!(tx.delete(ITEMS, 40), Ok(true)),
-    }
-}
-
 fn scenario(how: Look, what: Change) {
     // Alone, one after the other: both commit.
     let silo = database();
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
-    look(&mut t1, how);
+    look(&mut t1, how).unwrap();
     assert_eq!(t1.commit().map(drop), Ok(()), "{how:?} alone commits");
     let mut t2 = silo.begin(&mut w2);
-    change(&mut t2, what);
+    change(&mut t2, what).unwrap();
     assert_eq!(t2.commit().map(drop), Ok(()), "{what:?} alone commits");
 
     // Interleaved: T1 looks, T2 changes the range and commits, T1 must fail validation.
     let silo = database();
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
-    look(&mut t1, how);
+    look(&mut t1, how).unwrap();
     let mut t2 = silo.begin(&mut w2);
-    change(&mut t2, what);
+    change(&mut t2, what).unwrap();
     assert_eq!(t2.commit().map(drop), Ok(()));
     assert_eq!(t1.commit().map(drop), Err(Aborted), "{how:?} racing {what:?}: a phantom went unnoticed");
     // T1 again sees the change.
@@ -163,7 +118,7 @@ fn scenario(how: Look, what: Change) {
         Change::Insert35 => vec![30, 35, 40, 50],
         Change::Delete40 => vec![30, 50],
     };
-    assert_eq!(keys_in(&mut t1, 30, 50), expected);
+    assert_eq!(keys_in(&mut t1, 30, 50).unwrap(), expected);
     assert_eq!(t1.commit().map(drop), Ok(()));
 }
 
@@ -188,7 +143,7 @@ fn an_insert_far_outside_a_scanned_range_is_no_phantom() {
     let silo = SiloTables::load(&Items::new(10_000, 10), Index::Tree, 1, Epochs::clock(1)).unwrap();
     let (mut w1, mut w2) = (silo.worker(0, false), silo.worker(1, false));
     let mut t1 = silo.begin(&mut w1);
-    look(&mut t1, Look::Scan);
+    look(&mut t1, Look::Scan).unwrap();
     let mut t2 = silo.begin(&mut w2);
     assert_eq!(t2.insert(ITEMS, 99_995, &[1]), Ok(true));
     assert_eq!(t2.commit().map(drop), Ok(()));
@@ -200,7 +155,7 @@ fn own_inserts_deletes_and_puts_are_seen_by_own_scans_and_are_no_phantoms() {
     let silo = database();
     let mut w1 = silo.worker(0, false);
     let mut t1 = silo.begin(&mut w1);
-    assert_eq!(keys_in(&mut t1, 30, 50), vec![30, 40, 50]);
+    assert_eq!(keys_in(&mut t1, 30, 50).unwrap(), vec![30, 40, 50]);
     assert_eq!(t1.insert(ITEMS, 35, &[350]), Ok(true));
     assert_eq!(t1.insert(ITEMS, 35, &[351]), Ok(false), "present in the attempt's own view");
     assert_eq!(t1.delete(ITEMS, 40), Ok(true));
@@ -214,7 +169,7 @@ fn own_inserts_deletes_and_puts_are_seen_by_own_scans_and_are_no_phantoms() {
     assert_eq!(seen, vec![(50, 500), (35, 350), (30, 3)]);
     assert_eq!(t1.commit().map(drop), Ok(()), "an attempt's own insert is not a phantom to it");
     let mut t2 = silo.begin(&mut w1);
-    assert_eq!(keys_in(&mut t2, 30, 50), vec![30, 35, 50]);
+    assert_eq!(keys_in(&mut t2, 30, 50).unwrap(), vec![30, 35, 50]);
     let mut row = [0];
     assert_eq!(t2.get(ITEMS, 40, &mut row, false), Ok(false));
     assert_eq!(t2.insert(ITEMS, 40, &[41]), Ok(true), "a tombstone takes a new insert");
@@ -232,18 +187,10 @@ fn an_aborted_insert_leaves_nothing_visible() {
     assert_eq!(t1.insert(ITEMS, 35, &[1]), Ok(true));
     t1.abort();
     let mut t2 = silo.begin(&mut w1);
-    assert_eq!(keys_in(&mut t2, 0, 1_000), vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+    assert_eq!(keys_in(&mut t2, 0, 1_000).unwrap(), vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
     assert_eq!(t2.insert(ITEMS, 35, &[2]), Ok(true), "the placeholder is reused");
     assert_eq!(t2.commit().map(drop), Ok(()));
     assert_eq!(silo.database().rows(ITEMS).get(&35), Some(&vec![2]));
-}
-
-/// The queue tests run one at a time: reclamation waits on epochs, which a busy neighbour
-/// slows down.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Queue steps (delete the lowest, insert above the highest) run by one worker.

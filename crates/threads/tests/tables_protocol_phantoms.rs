@@ -10,98 +10,22 @@
 //! T1 always begins first, so under wait-die it is the older and T2 dies rather than waits
 //! (one thread cannot wait for itself).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{Change, ITEMS, Look, OTHER, Preloaded, change, keys_in, look};
 use ordo_harness::AbortCause;
-use ordo_storage::{Schema, TableId, TableSchema};
+use ordo_storage::TableSchema;
 use ordo_threads::ProtocolKind;
 use ordo_threads::tables::{Epochs, Index, TableProtocol, TicTocTables, TwoPhaseTables, WorkerOptions};
-use ordo_workload::{
-    Aborted, ConsistencyError, ConsistencyReport, Direction, Outcome, Scratch, TableWorkload, Tx, Txn, WorkloadRng,
-};
-
-const ITEMS: TableId = 0;
-const OTHER: TableId = 1;
+use ordo_workload::{Aborted, Tx};
 
 /// `items` with keys 10, 20, ..., 100 (row: one value word); `other` with key 0.
-#[derive(Debug)]
-struct Items(Schema);
-
-impl Items {
-    fn new() -> Self {
-        let mut schema = Schema::new();
-        schema.add(TableSchema::new("items").int("value")).unwrap();
-        schema.add(TableSchema::new("other").int("value")).unwrap();
-        Items(schema)
-    }
-}
-
-impl TableWorkload for Items {
-    fn name(&self) -> &'static str {
-        "items"
-    }
-    fn procedure_names(&self) -> &'static [&'static str] {
-        &["none"]
-    }
-    fn schema(&self) -> &Schema {
-        &self.0
-    }
-    fn load(&self, part: usize, _parts: usize, sink: &mut dyn FnMut(TableId, u64, &[u64])) {
-        if part == 0 {
-            for i in 1..=10 {
-                sink(ITEMS, i * 10, &[i]);
-            }
-            sink(OTHER, 0, &[0]);
-        }
-    }
-    fn generate(&self, _rng: &mut WorkloadRng, _worker: usize, _txn: &mut Txn) {}
-    fn run(&self, _txn: &Txn, _tx: &mut dyn Tx, _scratch: &mut Scratch) -> Result<Outcome, Aborted> {
-        Ok(Outcome::Commit)
-    }
-    fn footprint(&self, _txn: &Txn, _reads: &mut Vec<u64>, _writes: &mut Vec<u64>) {}
-    fn check(&self, _tx: &mut dyn Tx) -> Result<ConsistencyReport, ConsistencyError> {
-        Ok(ConsistencyReport { checked: Vec::new() })
-    }
-}
-
-fn keys_in(tx: &mut dyn Tx, low: u64, high: u64) -> Result<Vec<u64>, Aborted> {
-    let mut keys = Vec::new();
-    tx.scan(ITEMS, low, high, Direction::Ascending, usize::MAX, &mut |key, _| {
-        keys.push(key);
-        true
-    })?;
-    Ok(keys)
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Look {
-    Scan,
-    AbsentGet,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Change {
-    Insert35,
-    Delete40,
-}
-
-/// T1's reads and its write elsewhere.
-fn look(tx: &mut dyn Tx, how: Look) -> Result<(), Aborted> {
-    match how {
-        Look::Scan => assert_eq!(keys_in(tx, 30, 50)?, vec![30, 40, 50]),
-        Look::AbsentGet => assert!(!tx.get(ITEMS, 35, &mut [0], false)?),
-    }
-    assert!(tx.put(OTHER, 0, &[1])?);
-    Ok(())
-}
-
-/// T2's change to the range.
-fn change(tx: &mut dyn Tx, what: Change) -> Result<(), Aborted> {
-    match what {
-        Change::Insert35 => assert!(tx.insert(ITEMS, 35, &[35])?),
-        Change::Delete40 => assert!(tx.delete(ITEMS, 40)?),
-    }
-    Ok(())
+fn items() -> Preloaded {
+    let tables = [TableSchema::new("items").int("value"), TableSchema::new("other").int("value")];
+    let rows = (1..=10).map(|i| (ITEMS, i * 10, vec![i])).chain([(OTHER, 0, vec![0])]);
+    Preloaded::new("items", tables, rows)
 }
 
 /// Runs `body` as one attempt on `worker` and commits it: `Ok` if it committed.
@@ -179,11 +103,11 @@ fn every_scenario<P: TableProtocol>(load: impl Fn() -> P) {
 }
 
 fn tictoc() -> TicTocTables {
-    TicTocTables::load(&Items::new(), Index::Tree, 1, Epochs::manual()).unwrap()
+    TicTocTables::load(&items(), Index::Tree, 1, Epochs::manual()).unwrap()
 }
 
 fn two_phase(kind: ProtocolKind) -> TwoPhaseTables {
-    TwoPhaseTables::load(&Items::new(), Index::Tree, 1, Epochs::manual(), kind).unwrap()
+    TwoPhaseTables::load(&items(), Index::Tree, 1, Epochs::manual(), kind).unwrap()
 }
 
 #[test]
