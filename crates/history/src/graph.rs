@@ -27,6 +27,13 @@
 //! vertex still on the stack proves it lies on a cycle; a breadth-first search from that
 //! vertex then returns the shortest cycle through it, which is what a person debugging an
 //! engine wants to read.
+//!
+//! Snapshot isolation's search ([`DependencyGraph::find_snapshot_cycle`]) runs the same two
+//! searches over walk states instead of vertices: state `2v` is "at `v`, entered by a ww or wr
+//! edge (or starting there)", `2v + 1` is "at `v`, entered by an rw edge", and an rw edge may
+//! not leave a state of the second kind. A cycle among these states is a closed walk of the
+//! graph in which no anti-dependency follows another, around the end too (the state the walk
+//! returns to records how it was entered): exactly what SI forbids.
 
 use crate::versions::{Operation, TxnIndex, VersionOrder};
 use crate::violation::DependencyKind;
@@ -136,28 +143,43 @@ impl<'h> DependencyGraph<'h> {
     /// One shortest cycle through some vertex that lies on a cycle, or `None` if the graph is
     /// acyclic. `O(V + E)` time, `O(V)` extra space.
     pub fn find_cycle(&self) -> Option<Vec<Edge>> {
-        let mut state = vec![UNVISITED; self.transactions()];
-        let mut frames: Vec<(TxnIndex, usize)> = Vec::new();
-        for root in 0..self.transactions() as TxnIndex {
-            if state[root as usize] != UNVISITED {
+        self.find_closed_walk(Walks::Any)
+    }
+
+    /// One closed walk in which no two anti-dependencies follow each other (the last edge and
+    /// the first count as following each other), or `None` if there is none: the cycles
+    /// snapshot isolation forbids. Twice the states of [`Self::find_cycle`].
+    pub fn find_snapshot_cycle(&self) -> Option<Vec<Edge>> {
+        self.find_closed_walk(Walks::NoAdjacentAntiDependencies)
+    }
+
+    /// Depth-first search over the walk states of `walks` for one that lies on a closed walk,
+    /// then the shortest closed walk through it.
+    fn find_closed_walk(&self, walks: Walks) -> Option<Vec<Edge>> {
+        let width = walks.states_per_vertex();
+        let mut state = vec![UNVISITED; self.transactions() * width];
+        let mut frames: Vec<(usize, usize)> = Vec::new();
+        for root in 0..state.len() {
+            if state[root] != UNVISITED {
                 continue;
             }
-            state[root as usize] = ON_STACK;
-            frames.push((root, self.offsets[root as usize]));
-            while let Some(&mut (v, ref mut cursor)) = frames.last_mut() {
-                if *cursor == self.offsets[v as usize + 1] {
-                    state[v as usize] = FINISHED;
+            state[root] = ON_STACK;
+            frames.push((root, self.offsets[root / width]));
+            while let Some(&mut (s, ref mut cursor)) = frames.last_mut() {
+                if *cursor == self.offsets[s / width + 1] {
+                    state[s] = FINISHED;
                     frames.pop();
                     continue;
                 }
-                let w = self.targets[*cursor];
+                let slot = *cursor;
                 *cursor += 1;
-                match state[w as usize] {
+                let Some(t) = self.step(walks, s, slot) else { continue };
+                match state[t] {
                     UNVISITED => {
-                        state[w as usize] = ON_STACK;
-                        frames.push((w, self.offsets[w as usize]));
+                        state[t] = ON_STACK;
+                        frames.push((t, self.offsets[t / width]));
                     }
-                    ON_STACK => return Some(self.shortest_cycle_through(w)),
+                    ON_STACK => return Some(self.shortest_walk_through(walks, t)),
                     _ => {}
                 }
             }
@@ -165,36 +187,74 @@ impl<'h> DependencyGraph<'h> {
         None
     }
 
-    /// Breadth-first search from `start` until an edge leads back to it.
-    fn shortest_cycle_through(&self, start: TxnIndex) -> Vec<Edge> {
+    /// The walk state that the edge in `slot` leads to from walk state `s`, or `None` when
+    /// `walks` may not take it there.
+    fn step(&self, walks: Walks, s: usize, slot: usize) -> Option<usize> {
+        let to = self.targets[slot] as usize;
+        match walks {
+            Walks::Any => Some(to),
+            Walks::NoAdjacentAntiDependencies => {
+                let from = (s / 2) as TxnIndex;
+                let anti = classify(self.writes, self.reads, from, self.via[slot]) == DependencyKind::ReadWrite;
+                let entered_by_anti = s % 2 == 1;
+                (!(anti && entered_by_anti)).then_some(to * 2 + usize::from(anti))
+            }
+        }
+    }
+
+    /// Breadth-first search from walk state `start` until an edge leads back to it.
+    fn shortest_walk_through(&self, walks: Walks, start: usize) -> Vec<Edge> {
         const NO_PARENT: usize = usize::MAX;
-        // For each reached vertex, the slot of the edge it was reached by.
-        let mut parent_slot = vec![NO_PARENT; self.transactions()];
-        let mut parent = vec![start; self.transactions()];
+        let width = walks.states_per_vertex();
+        let states = self.transactions() * width;
+        // For each reached state, the slot of the edge it was reached by and the state before.
+        let mut parent_slot = vec![NO_PARENT; states];
+        let mut parent = vec![start; states];
         let mut queue = vec![start];
         let mut head = 0;
+        let vertex = |s: usize| (s / width) as TxnIndex;
         while let Some(&u) = queue.get(head) {
             head += 1;
-            for slot in self.edges_from(u) {
-                let x = self.targets[slot];
+            for slot in self.edges_from(vertex(u)) {
+                let Some(x) = self.step(walks, u, slot) else { continue };
                 if x == start {
-                    let mut cycle = vec![self.edge(u, slot)];
+                    let mut walk = vec![self.edge(vertex(u), slot)];
                     let mut v = u;
                     while v != start {
-                        cycle.push(self.edge(parent[v as usize], parent_slot[v as usize]));
-                        v = parent[v as usize];
+                        walk.push(self.edge(vertex(parent[v]), parent_slot[v]));
+                        v = parent[v];
                     }
-                    cycle.reverse();
-                    return cycle;
+                    walk.reverse();
+                    return walk;
                 }
-                if parent_slot[x as usize] == NO_PARENT {
-                    parent_slot[x as usize] = slot;
-                    parent[x as usize] = u;
+                if parent_slot[x] == NO_PARENT {
+                    parent_slot[x] = slot;
+                    parent[x] = u;
                     queue.push(x);
                 }
             }
         }
-        unreachable!("the depth-first search found T#{start} on a cycle, so a path leads back to it")
+        unreachable!("the depth-first search found walk state {start} on a closed walk, so a path leads back to it")
+    }
+}
+
+/// Which closed walks a search looks for. A walk state is a vertex, and for
+/// [`Walks::NoAdjacentAntiDependencies`] also whether the walk entered it by an
+/// anti-dependency (state `2 * vertex + 1`) or not (`2 * vertex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walks {
+    /// Every cycle (serializability).
+    Any,
+    /// Walks in which an anti-dependency never follows another (snapshot isolation).
+    NoAdjacentAntiDependencies,
+}
+
+impl Walks {
+    fn states_per_vertex(self) -> usize {
+        match self {
+            Walks::Any => 1,
+            Walks::NoAdjacentAntiDependencies => 2,
+        }
     }
 }
 

@@ -6,7 +6,9 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use ordo_history::{DependencyKind, HistoryEntry, Violation, WriteEffect, check, check_timestamp_order};
+use ordo_history::{
+    DependencyKind, HistoryEntry, Violation, WriteEffect, check, check_snapshot_isolation, check_timestamp_order,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use support::{TableConfig, assert_cycle_is_real, serial_table_history, shuffled};
@@ -111,6 +113,8 @@ proptest! {
         prop_assert_eq!(report.inserts, entries.iter().map(|entry| entry.inserts.len()).sum::<usize>());
         prop_assert_eq!(report.deletes, entries.iter().map(|entry| entry.deletes.len()).sum::<usize>());
         prop_assert_eq!(check_timestamp_order(&entries), Ok(()), "seed {}", seed);
+        // Serializable histories are snapshot isolation too, with the same graph.
+        prop_assert_eq!(check_snapshot_isolation(&entries), Ok(report), "seed {}", seed);
     }
 
     /// Dropping a row whose key is present in every version is a missed row.

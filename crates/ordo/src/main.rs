@@ -35,7 +35,8 @@ enum Command {
     Bench(commands::bench::BenchArgs),
     /// The one-minute demonstration: base against srvc on the micro-benchmark at several skews.
     Headline(commands::headline::HeadlineArgs),
-    /// Check that a recorded transaction history (JSON lines) is serializable.
+    /// Check that a recorded transaction history (JSON lines) is serializable (or, with
+    /// `--isolation snapshot`, allowed by snapshot isolation).
     Check(commands::check::CheckArgs),
     /// Run one of the paper's experiments (or all) and write its data, charts and a report.
     Figures(commands::figures::FiguresArgs),

@@ -362,7 +362,12 @@ proptest! {
     fn random_histories_check_or_fail_clearly(text in history_text()) {
         match ordo_history::read_history(std::io::Cursor::new(text.as_bytes())) {
             Ok(entries) => {
-                let _ = ordo_history::check(&entries);
+                let serializable = ordo_history::check(&entries);
+                let snapshot = ordo_history::check_snapshot_isolation(&entries);
+                // Every serializable history is snapshot isolation, with the same graph.
+                if let Ok(report) = serializable {
+                    prop_assert_eq!(snapshot, Ok(report));
+                }
                 let _ = ordo_history::check_timestamp_order(&entries);
             }
             Err(error) => prop_assert!(!error.to_string().trim().is_empty()),

@@ -71,10 +71,8 @@ impl Totals {
         self.aborts += report.aborts;
         self.user_aborts += report.user_aborts;
         self.steps += report.steps;
-        if let Some(check) = &report.check {
-            self.scans += check.scans;
-            self.ambiguous_absences += check.ambiguous_absences;
-        }
+        self.scans += report.check.scans;
+        self.ambiguous_absences += report.check.ambiguous_absences;
         self.backtracks += report.placements.saturating_sub(report.commits);
     }
 }
@@ -181,6 +179,9 @@ protocols! {
     },
     ssi => |workload: &dyn TableWorkload, epochs| {
         MvccTables::load(workload, Index::Tree, 1, epochs, Isolation::SerialSafetyNet, VERSIONS_DEFAULT).unwrap()
+    },
+    mvcc_si => |workload: &dyn TableWorkload, epochs| {
+        MvccTables::load(workload, Index::Tree, 1, epochs, Isolation::Snapshot, VERSIONS_DEFAULT).unwrap()
     },
 }
 

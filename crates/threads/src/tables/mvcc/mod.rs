@@ -83,8 +83,9 @@
 //!
 //! ## Histories
 //! Reads record the version the snapshot saw (an older one, under concurrency), scans their
-//! rows and tombstones, installs their new version; `mvcc_si`'s histories are snapshot
-//! isolation (the checker may find write-skew cycles), `ssi`'s pass `ordo_history::check`.
+//! rows and tombstones, installs their new version; `mvcc_si`'s histories pass
+//! `ordo_history::check_snapshot_isolation` (cycles, such as write skew's, only with two
+//! anti-dependencies in a row), `ssi`'s pass `ordo_history::check`.
 //! Commit stamps are not a serial order under SSN (anti-dependencies may point backwards), so
 //! entries carry no timestamp. `Committed.epoch` is the epoch read right after the stamp is
 //! drawn (a read-only transaction: at commit).
