@@ -65,20 +65,17 @@ fn verify_checks_serializability_and_the_conserved_total() {
 fn verify_checks_snapshot_isolation_for_mvcc_si() {
     // Tables with scans and inserts, and the flat store: both histories are checked for the
     // isolation mvcc_si promises, not for serializability.
-    ordo()
-        .args(["bench", "--engine", "threads", "--protocol", "mvcc_si", "--workload", "ycsb", "--ycsb", "e"])
-        .args(["--records", "2000", "--theta", "0.9", "--verify"])
-        .args(SHORT)
-        .assert()
-        .success()
-        .stderr(contains("committed transactions snapshot isolation"));
-    ordo()
-        .args(["bench", "--engine", "threads", "--protocol", "mvcc_si", "--workload", "micro", "--keys", "200"])
-        .args(["--index", "array", "--theta", "0.9", "--verify"])
-        .args(SHORT)
-        .assert()
-        .success()
-        .stderr(contains("committed transactions snapshot isolation"));
+    let tables: &[&str] = &["--workload", "ycsb", "--ycsb", "e", "--records", "2000"];
+    let flat: &[&str] = &["--workload", "micro", "--keys", "200", "--index", "array"];
+    for workload in [tables, flat] {
+        ordo()
+            .args(["bench", "--engine", "threads", "--protocol", "mvcc_si", "--theta", "0.9", "--verify"])
+            .args(workload)
+            .args(SHORT)
+            .assert()
+            .success()
+            .stderr(contains("committed transactions snapshot isolation"));
+    }
 }
 
 #[test]

@@ -68,50 +68,36 @@ fn write_skew_fails_and_names_the_cycle() {
     assert!(stderr.contains("-rw(k=10)->") && stderr.contains("-rw(k=20)->"), "{stderr}");
 }
 
+/// `ordo check PATH --isolation snapshot` with `extra` flags, run.
+fn check_snapshot(path: &std::path::Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    ordo().arg("check").arg(path).args(["--isolation", "snapshot"]).args(extra).assert()
+}
+
 #[test]
 fn snapshot_isolation_accepts_write_skew_and_refuses_a_lost_update() {
     let (_skew_dir, skew) = history_file(&[
         r#"{"id": 1, "reads": [[10, 0], [20, 0]], "writes": [[10, 1]]}"#,
         r#"{"id": 2, "reads": [[10, 0], [20, 0]], "writes": [[20, 2]]}"#,
     ]);
-    ordo()
-        .arg("check")
-        .arg(&skew)
-        .args(["--isolation", "snapshot"])
-        .assert()
+    check_snapshot(&skew, &[])
         .success()
         .stdout(contains("snapshot isolation: 2 transactions"))
         .stdout(contains("no cycle without two anti-dependencies in a row (not serializable: cycle: T"));
-    let output = ordo().arg("check").arg(&skew).args(["--isolation", "snapshot", "--json"]).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = check_snapshot(&skew, &["--json"]).success();
+    let report: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
     assert_eq!((&report["isolation"], &report["serializable"]), (&Value::from("snapshot"), &Value::from(false)));
     // A serializable history is snapshot isolation too, and says so.
     let (_serial_dir, serial) = history_file(&SERIAL);
-    ordo()
-        .arg("check")
-        .arg(&serial)
-        .args(["--isolation", "snapshot"])
-        .assert()
-        .success()
-        .stdout(contains("no cycle (the history is also serializable)"));
+    check_snapshot(&serial, &[]).success().stdout(contains("no cycle (the history is also serializable)"));
     // Both read x@0 and both overwrote it: the second writer lost the first's update.
     let (_lost_dir, lost) = history_file(&[
         r#"{"id": 1, "reads": [[10, 0]], "writes": [[10, 1]]}"#,
         r#"{"id": 2, "reads": [[10, 0]], "writes": [[10, 2]]}"#,
     ]);
-    ordo()
-        .arg("check")
-        .arg(&lost)
-        .args(["--isolation", "snapshot"])
-        .assert()
+    check_snapshot(&lost, &[])
         .code(1)
         .stderr(contains("error: not snapshot isolation: cycle: T2 -rw(k=10)-> T1 -ww(k=10)-> T2"));
-    ordo()
-        .arg("check")
-        .arg(&serial)
-        .args(["--isolation", "snapshot", "--timestamps"])
-        .assert()
+    check_snapshot(&serial, &["--timestamps"])
         .code(2)
         .stderr(contains("drop one of --timestamps and --isolation snapshot"));
 }
