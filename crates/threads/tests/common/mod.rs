@@ -273,8 +273,8 @@ pub fn run_spec(seed: u64, duration: Duration, record_history: bool) -> TableRun
 
 /// Runs `workload` through the driver on `threads` workers of `protocol` over `index` as
 /// `spec` says (it must record the history): something commits, the workload's consistency
-/// conditions hold afterwards and, for a serializable protocol, the history passes the checker
-/// (TicToc's in its timestamp order too).
+/// conditions hold afterwards and the history passes the checker of the protocol's isolation
+/// (serializability, or snapshot isolation for `mvcc_si`; TicToc's in its timestamp order too).
 pub fn run_and_check(
     protocol: ProtocolKind,
     workload: &Arc<dyn TableWorkload>,
@@ -291,10 +291,13 @@ pub fn run_and_check(
     let consistency = report.consistency.unwrap_or_else(|e| panic!("{protocol} seed {seed}: {name}: {e}"));
     assert!(!consistency.checked.is_empty());
     assert!(!report.history.is_empty());
-    if protocol.serializable()
-        && let Err(violation) = ordo_history::check(&report.history)
-    {
-        panic!("{protocol} seed {seed}: {name} history on {threads} threads not serializable: {violation:?}");
+    let (checked, isolation) = if protocol.serializable() {
+        (ordo_history::check(&report.history), "serializable")
+    } else {
+        (ordo_history::check_snapshot_isolation(&report.history), "snapshot isolation")
+    };
+    if let Err(violation) = checked {
+        panic!("{protocol} seed {seed}: {name} history on {threads} threads not {isolation}: {violation:?}");
     }
     if protocol == ProtocolKind::TicToc
         && let Err(violation) = ordo_history::check_timestamp_order(&report.history)
