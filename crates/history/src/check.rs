@@ -97,6 +97,12 @@ pub fn check(entries: &[HistoryEntry]) -> Result<CheckReport, Violation> {
 /// row, which may pass a transaction twice. Transactions of one worker are not ordered by
 /// their session: this is SI, not strong session SI.
 ///
+/// The graph links a read only to the writer of the *next* version (Adya's edges), where
+/// Cerone and Gotsman's anti-dependencies reach every later writer. The test is the same: a
+/// cycle of theirs without two anti-dependencies in a row maps onto these edges by replacing
+/// each far anti-dependency with the rw edge to the next writer and the ww chain after it,
+/// which puts no two rw edges next to each other; and every cycle here is one of theirs.
+///
 /// # Panics
 ///
 /// As [`check`].
