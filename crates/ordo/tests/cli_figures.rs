@@ -260,33 +260,43 @@ fn adaptive_sets_auto_against_the_best_fixed_size_from_its_own_runs() {
             let rounds: Vec<serde_json::Value> =
                 read(&format!("{cell}.runs.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
             assert_eq!(rounds.len(), 12, "6 rounds of 2 configurations");
+            // A round whose fixed run committed nothing (a 50 ms run on a loaded machine can)
+            // has no ratio, and the report leaves it out.
             let paired: Vec<f64> = rounds
                 .iter()
                 .filter(here)
                 .filter(|r| r["config"]["batch_size"] == "auto")
-                .map(|a| {
+                .filter_map(|a| {
                     let fixed = rounds
                         .iter()
                         .filter(here)
                         .find(|f| f["config"]["batch_size"] == *size && f["seed"] == a["seed"])
                         .unwrap();
-                    tps(a) / tps(fixed)
+                    (tps(fixed) > 0.0).then(|| tps(a) / tps(fixed))
                 })
                 .collect();
-            assert_eq!(paired.len(), 6);
+            assert!(!paired.is_empty() && paired.len() <= 6, "6 rounds paired by seed: {paired:?}");
             let quantity = format!("auto / best fixed size ({size}), {concurrency} live, θ={theta}");
             let (_, target, ordo) = row(&claims, &quantity);
             assert_eq!(target, "at least 0.95x");
-            // Six rounds bound the median at 95% by their whole range.
+            // Six rounds bound the median at 95% by their whole range; five are too few.
             let (low, high) = paired.iter().fold((f64::INFINITY, 0.0_f64), |(l, h), &r| (l.min(r), h.max(r)));
+            let rounds = paired.len();
+            let interval = if rounds == 6 {
+                format!("95% interval {low:.2}-{high:.2}x over 6 rounds")
+            } else {
+                format!("{rounds} rounds, too few for a 95% interval")
+            };
             let expected = format!(
-                "{:.2}x (paired by round: {:.2}x, 95% interval {low:.2}-{high:.2}x over 6 rounds; in the sweep: {:.2}x;",
+                "{:.2}x (paired by round: {:.2}x, {interval}; in the sweep: {:.2}x;",
                 median_tps(auto_again) / median_tps(best_again),
                 median(paired),
                 median_tps(auto) / median_tps(best)
             );
             assert!(ordo.starts_with(&expected), "{ordo:?} does not start with {expected:?}");
-            let verdict = if low >= 0.95 {
+            let verdict = if rounds < 6 {
+                "unresolved"
+            } else if low >= 0.95 {
                 "met"
             } else if high < 0.95 {
                 "not met"
