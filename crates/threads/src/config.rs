@@ -1,5 +1,6 @@
 //! What a run of the thread-per-worker engine is: protocol, threads, reordering, store shape.
 
+use ordo_history::{CheckReport, HistoryEntry, Violation};
 use thiserror::Error;
 
 use crate::batch_front::Assignment;
@@ -44,6 +45,17 @@ impl ProtocolKind {
     /// Whether every history it produces is serializable (all but `mvcc_si`).
     pub fn serializable(self) -> bool {
         self != ProtocolKind::MvccSi
+    }
+
+    /// The isolation its histories promise, as a checker's verdict names it.
+    pub fn isolation(self) -> &'static str {
+        if self.serializable() { "serializable" } else { "snapshot isolation" }
+    }
+
+    /// Checks `history` with the checker of the isolation it promises: serializability, or
+    /// snapshot isolation for `mvcc_si`.
+    pub fn check_history(self, history: &[HistoryEntry]) -> Result<CheckReport, Violation> {
+        if self.serializable() { ordo_history::check(history) } else { ordo_history::check_snapshot_isolation(history) }
     }
 
     /// Whether it runs transactions concurrently (all but `serial`).

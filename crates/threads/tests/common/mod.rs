@@ -291,12 +291,8 @@ pub fn run_and_check(
     let consistency = report.consistency.unwrap_or_else(|e| panic!("{protocol} seed {seed}: {name}: {e}"));
     assert!(!consistency.checked.is_empty());
     assert!(!report.history.is_empty());
-    let (checked, isolation) = if protocol.serializable() {
-        (ordo_history::check(&report.history), "serializable")
-    } else {
-        (ordo_history::check_snapshot_isolation(&report.history), "snapshot isolation")
-    };
-    if let Err(violation) = checked {
+    if let Err(violation) = protocol.check_history(&report.history) {
+        let isolation = protocol.isolation();
         panic!("{protocol} seed {seed}: {name} history on {threads} threads not {isolation}: {violation:?}");
     }
     if protocol == ProtocolKind::TicToc

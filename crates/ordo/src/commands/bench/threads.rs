@@ -934,12 +934,7 @@ fn verify_history(
     protocol: ProtocolKind,
     history: &[ordo_history::HistoryEntry],
 ) -> Result<(ordo_history::CheckReport, &'static str)> {
-    if protocol.serializable() {
-        let report = ordo_history::check(history).map_err(|v| anyhow!("{protocol}: not serializable: {v}"))?;
-        Ok((report, "serializable"))
-    } else {
-        let report = ordo_history::check_snapshot_isolation(history)
-            .map_err(|v| anyhow!("{protocol}: not snapshot isolation: {v}"))?;
-        Ok((report, "snapshot isolation"))
-    }
+    let isolation = protocol.isolation();
+    let report = protocol.check_history(history).map_err(|v| anyhow!("{protocol}: not {isolation}: {v}"))?;
+    Ok((report, isolation))
 }
