@@ -6,6 +6,10 @@
 //! user-aborted attempt leaves no trace. Any call may fail with [`Abort`]: the caller must then
 //! call `abort` and may retry (`begin` with `restart = true`).
 //!
+//! A one-shot transaction (every request known before it runs, [`Requests`]) may instead be
+//! handed over whole, `begin` then `run_requests`: by default a read and a write per request,
+//! then `commit`.
+//!
 //! The same interface serves the benchmark driver (which runs a workload's stored procedures
 //! through it) and the anomaly tests (which interleave two transactions by hand).
 
@@ -14,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam::utils::CachePadded;
 use ordo_harness::AbortCause;
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, KeyFilter, Value};
+use ordo_workload::{Key, KeyFilter, Requests, Value};
 
 /// Largest number of workers (history ids interleave by worker).
 pub const WORKERS_MAX: usize = 256;
@@ -56,6 +60,27 @@ pub trait Protocol: Send + Sync {
 
     /// Buffers a write of `value` to `key`.
     fn write(&self, worker: &mut Self::Worker, key: Key, value: Value) -> Result<(), Abort>;
+
+    /// Runs a one-shot transaction, from a fresh attempt (`begin` called) through its commit,
+    /// request by request: a request's read (with the update hint when it writes), then its
+    /// write, then the next request; then `commit`. That is an order a stored procedure
+    /// could ask for, so every protocol runs it correctly as it is; a protocol may override it
+    /// with a shorter way that uses what [`Requests`] promises (distinct keys, every access
+    /// known at the start). On `Err` the caller calls `abort`, as after any other call.
+    #[inline]
+    fn run_requests(&self, worker: &mut Self::Worker, requests: Requests<'_>) -> Result<(), Abort> {
+        for (i, &key) in requests.keys.iter().enumerate() {
+            if let Some(&next) = requests.keys.get(i + 1) {
+                self.prefetch(next);
+            }
+            let read =
+                if requests.reads(i) { self.read(worker, key, Self::UPDATE_HINTS && requests.writes(i))? } else { 0 };
+            if requests.writes(i) {
+                self.write(worker, key, requests.written_value(i, read))?;
+            }
+        }
+        self.commit(worker)
+    }
 
     /// Validates and installs the attempt's writes; on `Err`, nothing was installed.
     fn commit(&self, worker: &mut Self::Worker) -> Result<(), Abort>;

@@ -139,7 +139,8 @@ impl Protocol for Silo {
         self.table.prefetch(key);
     }
 
-    #[inline]
+    #[expect(clippy::inline_always, reason = "measured: see `Record::read_data`")]
+    #[inline(always)]
     fn read(&self, worker: &mut SiloWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);

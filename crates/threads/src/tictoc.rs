@@ -106,7 +106,8 @@ impl Protocol for TicToc {
         self.table.prefetch(key);
     }
 
-    #[inline]
+    #[expect(clippy::inline_always, reason = "measured: see `Record::read_data`")]
+    #[inline(always)]
     fn read(&self, worker: &mut TicTocWorker, key: Key, _for_update: bool) -> Result<Value, Abort> {
         if let Some(value) = worker.writes.get(key) {
             return Ok(value);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::{exclusive, seeds};
 use ordo_threads::{EngineConfig, ProtocolKind, RunSpec, run};
 use ordo_workload::smallbank::CONSERVED_MIX;
-use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
+use ordo_workload::{Micro, MicroConfig, SmallBank, SmallBankConfig, Workload, WriteKind, Ycsb, YcsbConfig};
 
 fn workloads(theta: f64, seed: u64) -> Vec<Arc<dyn Workload>> {
     vec![
@@ -35,7 +35,18 @@ fn workloads(theta: f64, seed: u64) -> Vec<Arc<dyn Workload>> {
             })
             .unwrap(),
         ),
-        Arc::new(Ycsb::new(YcsbConfig { records: 2000, theta, payload_bytes: 24, ..YcsbConfig::default() }).unwrap()),
+        // Run as one-shot transactions (`Workload::requests`): read-modify-writes on even
+        // seeds, blind writes on odd ones.
+        Arc::new(
+            Ycsb::new(YcsbConfig {
+                records: 2000,
+                theta,
+                payload_bytes: 24,
+                write_kind: if seed.is_multiple_of(2) { WriteKind::Rmw } else { WriteKind::Blind },
+                ..YcsbConfig::default()
+            })
+            .unwrap(),
+        ),
     ]
 }
 
@@ -148,7 +159,8 @@ fn workers_with_pools_replay_them() {
     }
 }
 
-/// YCSB, except that it does not let itself be replayed.
+/// YCSB, except that it does not let itself be replayed, and runs through its procedure's
+/// steps (it does not hand its transactions over as requests).
 #[derive(Debug)]
 struct Fresh(Ycsb);
 

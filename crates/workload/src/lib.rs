@@ -32,7 +32,7 @@ pub mod zipf;
 pub use error::WorkloadError;
 pub use micro::{Micro, MicroConfig};
 pub use pool::{POOL_TRANSACTIONS_MAX, POOL_WORDS_MAX, TxnPool};
-pub use procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload, execute};
+pub use procedure::{KEYS_MAX, Key, KeyFilter, REQUESTS_MAX, Requests, Step, Txn, Value, Workload, execute};
 pub use smallbank::{SmallBank, SmallBankConfig};
 pub use tables::{
     Aborted, ConsistencyError, ConsistencyReport, Direction, KV_TABLE, KvTables, Maintained, MemoryDb, Outcome,

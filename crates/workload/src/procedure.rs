@@ -94,6 +94,70 @@ pub enum Step {
     UserAbort,
 }
 
+/// Most requests a one-shot transaction may make (a bit of a `u64` each).
+pub const REQUESTS_MAX: usize = 64;
+
+/// A one-shot transaction: one whose requests are all known before it runs (YCSB's request
+/// model, and how DBx1000 and CCBench run YCSB). Request `i` works on `keys[i]`; it reads the
+/// key when bit `i` of `reads` is set and writes it when bit `i` of `writes` is set. A request
+/// that reads and writes stores what it read plus one (a read-modify-write); one that only
+/// writes stores `blind`. The keys are distinct, and at most [`REQUESTS_MAX`].
+///
+/// Running it means what [`Workload::step`] asks for the same transaction: every read in
+/// request order, then every write in request order. An engine may take the shorter way
+/// because nothing is left to ask: no procedure between the reads and the writes, no
+/// second look-up of a key, and every key's final access mode known at its first access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requests<'a> {
+    pub keys: &'a [Key],
+    pub reads: u64,
+    pub writes: u64,
+    pub blind: Value,
+}
+
+impl Requests<'_> {
+    /// Whether request `i` reads its key.
+    #[inline]
+    pub fn reads(&self, i: usize) -> bool {
+        self.reads >> i & 1 == 1
+    }
+
+    /// Whether request `i` writes its key.
+    #[inline]
+    pub fn writes(&self, i: usize) -> bool {
+        self.writes >> i & 1 == 1
+    }
+
+    /// What request `i` writes, given what it read (ignored by a blind write).
+    #[inline]
+    pub fn written_value(&self, i: usize, read: Value) -> Value {
+        if self.reads(i) { read.wrapping_add(1) } else { self.blind }
+    }
+
+    /// The requests that write, in order.
+    #[inline]
+    pub fn written(&self) -> impl Iterator<Item = usize> + use<> {
+        let mut mask = self.writes;
+        std::iter::from_fn(move || {
+            (mask != 0).then(|| {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                i
+            })
+        })
+    }
+
+    /// Whether the requests keep their promises: distinct keys, at most [`REQUESTS_MAX`] of
+    /// them, and no kind bit past the last request.
+    pub fn well_formed(&self) -> bool {
+        let n = self.keys.len();
+        let beyond = u64::MAX.checked_shl(n as u32).unwrap_or(0);
+        n <= REQUESTS_MAX
+            && (self.reads | self.writes) & beyond == 0
+            && self.keys.iter().enumerate().all(|(i, key)| !self.keys[..i].contains(key))
+    }
+}
+
 /// A workload: a database (its keys and initial values) and a stream of transactions.
 pub trait Workload: Send + Sync + std::fmt::Debug {
     /// Short name (`micro`, `smallbank`, `ycsb`).
@@ -125,6 +189,13 @@ pub trait Workload: Send + Sync + std::fmt::Debug {
     /// write. `None` (the default) when the workload cannot tell cheaply, for any step: the
     /// engine then finds the written keys with [`Self::footprint`].
     fn written_reads(&self, _txn: &Txn, _values: &[Value]) -> Option<u64> {
+        None
+    }
+
+    /// `txn` as a one-shot transaction, when it is one (see [`Requests`]): an engine may then
+    /// run it without the conversation of [`Self::step`], which must ask for exactly the same
+    /// reads and writes. `None` (the default) otherwise.
+    fn requests<'t>(&self, _txn: &'t Txn) -> Option<Requests<'t>> {
         None
     }
 

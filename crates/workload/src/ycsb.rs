@@ -29,7 +29,7 @@ use rand::{Rng, RngCore};
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{KEYS_MAX, Key, KeyFilter, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, KeyFilter, REQUESTS_MAX, Requests, Step, Txn, Value, Workload};
 use crate::zipf::Zipf;
 
 #[cfg(test)]
@@ -37,8 +37,9 @@ mod core_tests;
 mod core_workloads;
 pub use core_workloads::{INSERT_RATIO, KvFormError, SCAN_BUCKET_KEYS, SCAN_LENGTH_MAX, YcsbCore, YcsbMix};
 
-/// Largest number of requests per transaction (one flag bit each).
-pub const YCSB_OPS_MAX: usize = 64;
+/// Largest number of requests per transaction (one flag bit each; a transaction is a
+/// one-shot [`Requests`]).
+pub const YCSB_OPS_MAX: usize = REQUESTS_MAX;
 
 /// What a non-read request does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,6 +310,12 @@ impl Workload for Ycsb {
         Some(set_bits(read_mask).enumerate().fold(0, |mask, (j, i)| mask | (txn.flags >> i & 1) << j))
     }
 
+    /// Every YCSB transaction is one-shot: its keys are drawn distinct, and a request's kind
+    /// is its flag.
+    fn requests<'t>(&self, txn: &'t Txn) -> Option<Requests<'t>> {
+        Some(Requests { keys: &txn.keys, reads: self.read_mask(txn), writes: txn.flags, blind: txn.amount })
+    }
+
     fn footprint(&self, txn: &Txn, reads: &mut Vec<Key>, writes: &mut Vec<Key>) {
         reads.extend(set_bits(self.read_mask(txn)).map(|i| txn.keys[i]));
         writes.extend(set_bits(txn.flags).map(|i| txn.keys[i]));
@@ -358,6 +365,65 @@ mod tests {
             written += txn.flags.count_ones();
         }
         assert!((7000..9000).contains(&written), "{written} of 16000 requests write");
+    }
+
+    /// What running `requests` means, spelled out: every read in request order (against
+    /// `read`), then every write in request order.
+    fn run_requests(requests: Requests<'_>, read: impl Fn(Key) -> Value) -> (Vec<Key>, Vec<(Key, Value)>) {
+        let reads: Vec<Key> =
+            (0..requests.keys.len()).filter(|&i| requests.reads(i)).map(|i| requests.keys[i]).collect();
+        let writes =
+            requests.written().map(|i| (requests.keys[i], requests.written_value(i, read(requests.keys[i])))).collect();
+        (reads, writes)
+    }
+
+    #[test]
+    fn a_transaction_as_requests_asks_for_what_its_procedure_asks_for() {
+        let read = |key: Key| (key as Value).wrapping_mul(3) - 7;
+        for kind in [WriteKind::Rmw, WriteKind::Blind] {
+            for read_ratio in [0.0, 0.5, 0.95, 1.0] {
+                let ycsb =
+                    Ycsb::new(YcsbConfig { records: 1000, write_kind: kind, read_ratio, ..YcsbConfig::default() })
+                        .unwrap();
+                let mut rng = rng_from_seed(12);
+                let mut txn = Txn::default();
+                for _ in 0..300 {
+                    ycsb.generate(&mut rng, &mut txn);
+                    let requests = ycsb.requests(&txn).expect("ycsb transactions are one-shot");
+                    assert!(requests.well_formed(), "{requests:?}");
+                    let (mut values, mut reads, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+                    let mut asked = Vec::new();
+                    let outcome = execute(
+                        &ycsb,
+                        &txn,
+                        |k| {
+                            asked.push(k);
+                            read(k)
+                        },
+                        &mut values,
+                        &mut reads,
+                        &mut writes,
+                    );
+                    assert_eq!(outcome, Step::Commit);
+                    assert_eq!(run_requests(requests, read), (asked, writes), "{kind:?} at {read_ratio}: {txn:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn requests_that_repeat_a_key_or_flag_a_missing_one_are_not_well_formed() {
+        let keys = [3, 5, 8];
+        let fine = Requests { keys: &keys, reads: 0b111, writes: 0b010, blind: 0 };
+        assert!(fine.well_formed());
+        assert!(!Requests { keys: &[3, 5, 3], ..fine }.well_formed());
+        assert!(!Requests { writes: 0b1010, ..fine }.well_formed());
+        assert!(!Requests { reads: 0b1111, ..fine }.well_formed());
+        let many: Vec<Key> = (0..65).collect();
+        assert!(!Requests { keys: &many, reads: 0, writes: 0, blind: 0 }.well_formed());
+        assert_eq!(fine.written().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(fine.written_value(1, 41), 42);
+        assert_eq!(Requests { reads: 0b101, ..fine }.written_value(1, 41), 0);
     }
 
     #[test]
