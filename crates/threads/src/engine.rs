@@ -310,7 +310,13 @@ fn attempt<P: Protocol>(
 /// Microseconds since `start`.
 #[inline]
 fn now_us(start: Instant) -> u64 {
-    start.elapsed().as_micros() as u64
+    micros_between(start, Instant::now())
+}
+
+/// Microseconds from `start` to `then` (0 if `then` is earlier).
+#[inline]
+fn micros_between(start: Instant, then: Instant) -> u64 {
+    then.saturating_duration_since(start).as_micros() as u64
 }
 
 /// One worker's state.
@@ -347,10 +353,12 @@ impl<P: Protocol> WorkerState<P> {
         reads.iter().chain(writes.iter()).for_each(|&key| shared.protocol.prefetch(key));
     }
 
-    /// Runs `txn` until it commits or the procedure gives up (or the run is stopping). With
-    /// prefetching on, `next` (the transaction this worker runs after it, when known) has its
-    /// footprint requested now, so its misses overlap with this transaction's work.
-    fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start: Instant, next: Option<&Txn>) {
+    /// Runs `txn`, which first started `first_start_us` into the run, until it commits or the
+    /// procedure gives up (or the run is stopping), and returns when it ended, in microseconds
+    /// into the run (the clock reading its commit was recorded with). With prefetching on,
+    /// `next` (the transaction this worker runs after it, when known) has its footprint
+    /// requested now, so its misses overlap with this transaction's work.
+    fn run_transaction(&mut self, shared: &Shared<'_, P>, txn: &Txn, first_start_us: u64, next: Option<&Txn>) -> u64 {
         let protocol = shared.protocol;
         let requests = shared.workload.requests(txn);
         debug_assert!(requests.is_none_or(|r| r.well_formed()), "{requests:?}");
@@ -378,19 +386,17 @@ impl<P: Protocol> WorkerState<P> {
             match attempt(protocol, &mut self.protocol_state, shared.workload, txn, requests, &mut self.exec) {
                 Ok(Outcome::Committed) => {
                     // One clock read serves the window and the latency.
-                    let ended = Instant::now();
-                    let now = ended.saturating_duration_since(shared.start).as_micros() as u64;
-                    let latency_us = ended.saturating_duration_since(first_start).as_micros() as u64;
-                    self.recorder.commit(now, latency_us, restarts, txn.procedure);
+                    let now = now_us(shared.start);
+                    self.recorder.commit(now, now.saturating_sub(first_start_us), restarts, txn.procedure);
                     self.committed += 1;
                     shared.commits[self.index].store(self.committed, Ordering::Relaxed);
-                    return;
+                    return now;
                 }
                 Ok(Outcome::UserAbort) => {
                     protocol.abort(&mut self.protocol_state);
                     let now = now_us(shared.start);
                     self.recorder.user_abort(now);
-                    return;
+                    return now;
                 }
                 Err(Abort(cause)) => {
                     protocol.abort(&mut self.protocol_state);
@@ -398,7 +404,7 @@ impl<P: Protocol> WorkerState<P> {
                     self.recorder.abort(now, cause);
                     restarts += 1;
                     if shared.stop.load(Ordering::Relaxed) {
-                        return;
+                        return now;
                     }
                     let spins = self.rng.random_range(0..1u32 << (restarts + 4).min(BACKOFF_SHIFT_MAX));
                     (0..spins).for_each(|_| std::hint::spin_loop());
@@ -423,13 +429,15 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize, pool: Option<TxnPoo
     match &shared.batch {
         None => {
             // The next transaction is generated before the current one runs, so prefetching can
-            // look one transaction ahead, as it does within a reorder share.
+            // look one transaction ahead, as it does within a reorder share. A transaction
+            // starts when the one before it ended: one clock reading serves both.
             let (mut txn, mut next) = (Txn::default(), Txn::default());
             state.next_txn(shared.workload, &mut next);
+            let mut started = now_us(shared.start);
             while !shared.stop.load(Ordering::Relaxed) {
                 std::mem::swap(&mut txn, &mut next);
                 state.next_txn(shared.workload, &mut next);
-                state.run_transaction(shared, &txn, Instant::now(), Some(&next));
+                started = state.run_transaction(shared, &txn, started, Some(&next));
             }
         }
         Some(front) => front.work(&mut FlatWorker { shared, state: &mut state }),
@@ -462,7 +470,7 @@ impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
     }
 
     fn run(&mut self, txn: &Txn, entered: Instant, next: Option<&Txn>) {
-        self.state.run_transaction(self.shared, txn, entered, next);
+        self.state.run_transaction(self.shared, txn, micros_between(self.shared.start, entered), next);
     }
 
     fn built(&mut self, size: usize, took: Duration) {

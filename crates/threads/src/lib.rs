@@ -7,11 +7,12 @@
 //! *before* execution by giving conflicting transactions to the same thread (§4.2).
 //!
 //! ```text
-//!          workload (micro, smallbank, ycsb) ── generate / step / footprint
+//!          workload (micro, smallbank, ycsb) ── generate / step / footprint / requests
 //!                 │
 //!   ┌─────────────┴──────────────┐      reorder mode only: BatchFront
 //!   │ worker 0 ... worker t-1    │<──── batches, sticky ThreadAssigner (§4.2)
-//!   │ begin/read/write/commit    │
+//!   │ begin/read/write/commit,   │
+//!   │ or begin/run_requests      │
 //!   └─────────────┬──────────────┘
 //!                 │ Protocol (one interface, monomorphized per protocol)
 //!   silo · tictoc · no_wait · wait_die     mvcc_si · ssi         serial
@@ -22,13 +23,15 @@
 //!   by the dense key (the "concurrent index" of a dense key space is its position), each with
 //!   a protocol word, the value, a version counter and an inline payload copied on every
 //!   access.
-//! * [`protocol`]: the [`Protocol`] interface (`begin`, `read`, `write`, `commit`, `abort`)
+//! * [`protocol`]: the [`Protocol`] interface (`begin`, `read`, `write`, `commit`, `abort`,
+//!   and `run_requests` for a one-shot transaction handed over whole, as DBx1000 runs YCSB)
 //!   and the per-worker pieces every protocol shares (write buffer, history recording).
 //! * [`kit`]: the lock-word moves the protocols share (seqlock read, sorted write locking,
 //!   prefix unlock), written once.
 //! * [`silo`]: Silo OCC with TID words, sorted write locking, read validation and epochs.
 //! * [`tictoc`]: TicToc, data-driven commit timestamps from `wts`/`rts` intervals.
-//! * [`two_phase`]: 2PL with `no_wait` or `wait_die` deadlock avoidance.
+//! * [`two_phase`]: 2PL with `no_wait` or `wait_die` deadlock avoidance; a one-shot
+//!   transaction takes each lock once, in its final mode, and installs from what it read.
 //! * [`mvcc`]: multi-version SI (first committer wins) and SSI by ERMIA's Serial Safety Net,
 //!   over bounded version rings (the garbage collector is the ring).
 //! * [`serial`]: no concurrency control, one thread: the per-core bound.

@@ -5,7 +5,8 @@
 //! thing everywhere.
 //!
 //! * [`procedure`]: transactions as stored procedures ([`Workload`], [`Txn`], [`Step`]),
-//!   executed round by round by any engine.
+//!   executed round by round by any engine; a one-shot transaction (every request known
+//!   before it runs, as YCSB's are) can also be handed over whole ([`Requests`]).
 //! * [`zipf`]: exact Zipfian key choice.
 //! * [`pool`]: transactions drawn before a run and replayed ([`TxnPool`]), so drawing them
 //!   is not part of what a run measures.

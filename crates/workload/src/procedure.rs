@@ -17,6 +17,12 @@
 //! (asynchronous, thread-per-worker, a replay in a test) runs the same logic, and replaying the
 //! committed transactions in serialization order reproduces the final database.
 //!
+//! A one-shot transaction has nothing to decide between its reads and its writes: every
+//! request (key, read, write) is known before it runs. Such a workload also describes it as
+//! [`Requests`] ([`Workload::requests`]), and an engine may run that list directly, as
+//! DBx1000 and CCBench run YCSB, instead of holding the conversation above. Both must ask
+//! for the same reads and writes (a test in `ycsb` checks it).
+//!
 //! Keys are dense: a workload's keys are `0..key_count()`, with each table a contiguous range,
 //! so engines can store a table as a flat array. Values are `i64` (balances in cents,
 //! counters); engines that model payload bytes carry them beside the value.
