@@ -109,10 +109,12 @@ pub const REQUESTS_MAX: usize = 64;
 /// that reads and writes stores what it read plus one (a read-modify-write); one that only
 /// writes stores `blind`. The keys are distinct, and at most [`REQUESTS_MAX`].
 ///
-/// Running it means what [`Workload::step`] asks for the same transaction: every read in
-/// request order, then every write in request order. An engine may take the shorter way
-/// because nothing is left to ask: no procedure between the reads and the writes, no
-/// second look-up of a key, and every key's final access mode known at its first access.
+/// It stands for the same reads and writes [`Workload::step`] asks for (the procedure asks
+/// for every read, then every write). The keys being distinct, no request's read depends on
+/// another's write, so an engine may issue them in any order that puts each request's read
+/// before its write, and take the shorter way: nothing is left to ask between the reads and
+/// the writes, no key is looked up twice, and every key's final access mode is known at its
+/// first access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Requests<'a> {
     pub keys: &'a [Key],
