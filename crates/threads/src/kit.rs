@@ -20,12 +20,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-use ordo_workload::Key;
+use ordo_workload::{Key, Requests};
 
-use crate::protocol::{Abort, Spin, WriteSet};
+use crate::protocol::{Abort, Recording, Spin, WriteSet};
+use crate::store::Table;
 
 /// The write-lock bit of every protocol word.
 pub const LOCK: u64 = 1 << 63;
+
+/// In a read-set entry's word: the transaction writes this key too. A word an optimistic read
+/// returns never holds the lock bit (the read waits for an unlocked word), so the bit is free;
+/// validation then knows the lock it finds on the key is its own without searching the write
+/// set. Only a one-shot transaction sets it (its writes are promised, not hinted).
+pub const MINE: u64 = LOCK;
 
 /// A seqlock read: waits until `word` is unlocked, runs `copy`, and returns the word and the
 /// copy once the word is unchanged across the copy (so the copy is one committed state).
@@ -43,6 +50,39 @@ pub fn optimistic_read<T>(word: &AtomicU64, mut copy: impl FnMut() -> T) -> (u64
         fence(Ordering::Acquire);
         if word.load(Ordering::Relaxed) == before {
             return (before, copied);
+        }
+    }
+}
+
+/// A one-shot transaction's accesses for an optimistic protocol (Silo, TicToc): each request
+/// that reads is read by [`optimistic_read`] into `reads` as `(key, word)`, with [`MINE`] when
+/// the request also writes; each request that writes is buffered without a look-up (the keys
+/// are distinct). The next request's record is asked for while this one's is read. What is
+/// left is the protocol's commit.
+#[inline]
+pub fn optimistic_requests(
+    table: &Table,
+    requests: Requests<'_>,
+    reads: &mut Vec<(Key, u64)>,
+    writes: &mut WriteSet,
+    payload: &mut [u64],
+    recording: &mut Recording,
+) {
+    for (i, &key) in requests.keys.iter().enumerate() {
+        if let Some(&next) = requests.keys.get(i + 1) {
+            table.prefetch(next);
+        }
+        let read = if requests.reads(i) {
+            let record = table.record(key);
+            let (word, (value, seq)) = optimistic_read(record.meta(), || record.read_data(payload));
+            reads.push((key, if requests.writes(i) { word | MINE } else { word }));
+            recording.read(key, seq);
+            value
+        } else {
+            0
+        };
+        if requests.writes(i) {
+            writes.push_new(key, requests.written_value(i, read));
         }
     }
 }

@@ -115,6 +115,15 @@ impl WriteSet {
         self.entries.push((key, value));
     }
 
+    /// Buffers a write of a key the set does not hold yet (a one-shot transaction's keys are
+    /// distinct), without looking for it.
+    #[inline]
+    pub fn push_new(&mut self, key: Key, value: Value) {
+        debug_assert!(!self.contains(key), "key {key} is already in the write set");
+        self.filter.add(key);
+        self.entries.push((key, value));
+    }
+
     #[inline]
     pub fn get(&self, key: Key) -> Option<Value> {
         if self.entries.is_empty() || !self.filter.may_contain(key) {

@@ -25,9 +25,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, Value, Workload};
+use ordo_workload::{Key, Requests, Value, Workload};
 
-use crate::kit::{self, LOCK};
+use crate::kit::{self, LOCK, MINE};
 use crate::protocol::{Abort, Protocol, Recording, WriteSet};
 use crate::store::Table;
 
@@ -86,6 +86,7 @@ pub struct Silo {
 
 #[derive(Debug)]
 pub struct SiloWorker {
+    /// (key, TID word observed), the word's lock bit standing for [`MINE`] (see there).
     reads: Vec<(Key, u64)>,
     writes: WriteSet,
     /// Write-set entries locked so far (a prefix of the sorted write set).
@@ -158,6 +159,14 @@ impl Protocol for Silo {
         Ok(())
     }
 
+    /// The accesses go straight into the read and write sets ([`kit::optimistic_requests`]);
+    /// the commit is the same.
+    fn run_requests(&self, worker: &mut SiloWorker, requests: Requests<'_>) -> Result<(), Abort> {
+        let SiloWorker { reads, writes, payload, recording, .. } = worker;
+        kit::optimistic_requests(&self.table, requests, reads, writes, payload, recording);
+        self.commit(worker)
+    }
+
     fn commit(&self, worker: &mut SiloWorker) -> Result<(), Abort> {
         // 1. Lock the write set in key order.
         let mut max_tid = worker.last_tid;
@@ -177,7 +186,8 @@ impl Protocol for Silo {
         // 3. Validate the read set.
         for &(key, tid) in &worker.reads {
             let current = self.table.meta(key).load(Ordering::Acquire);
-            if current & TID_MASK != tid & TID_MASK || (current & LOCK != 0 && !worker.writes.contains(key)) {
+            let locked_by_another = current & LOCK != 0 && tid & MINE == 0 && !worker.writes.contains(key);
+            if current & TID_MASK != tid & TID_MASK || locked_by_another {
                 self.unlock_prefix(worker);
                 return Err(Abort::CONFLICT);
             }

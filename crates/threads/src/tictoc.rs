@@ -25,9 +25,9 @@
 use std::sync::atomic::{Ordering, fence};
 
 use ordo_history::HistoryEntry;
-use ordo_workload::{Key, Value, Workload};
+use ordo_workload::{Key, Requests, Value, Workload};
 
-use crate::kit::{self, LOCK};
+use crate::kit::{self, LOCK, MINE};
 use crate::protocol::{Abort, Protocol, Recording, WriteSet};
 use crate::store::Table;
 
@@ -59,7 +59,7 @@ pub struct TicToc {
 
 #[derive(Debug)]
 pub struct TicTocWorker {
-    /// (key, word observed without the lock bit).
+    /// (key, word observed), the word's lock bit standing for [`MINE`] (see there).
     reads: Vec<(Key, u64)>,
     writes: WriteSet,
     locked: usize,
@@ -125,6 +125,14 @@ impl Protocol for TicToc {
         Ok(())
     }
 
+    /// The accesses go straight into the read and write sets ([`kit::optimistic_requests`]);
+    /// the commit is the same.
+    fn run_requests(&self, worker: &mut TicTocWorker, requests: Requests<'_>) -> Result<(), Abort> {
+        let TicTocWorker { reads, writes, payload, recording, .. } = worker;
+        kit::optimistic_requests(&self.table, requests, reads, writes, payload, recording);
+        self.commit(worker)
+    }
+
     fn commit(&self, worker: &mut TicTocWorker) -> Result<(), Abort> {
         let mut commit_ts = 0;
         kit::lock_sorted(
@@ -146,7 +154,7 @@ impl Protocol for TicToc {
                 continue;
             }
             let meta = self.table.meta(key);
-            let mine = worker.writes.contains(key);
+            let mine = observed & MINE != 0 || worker.writes.contains(key);
             loop {
                 let current = meta.load(Ordering::Acquire);
                 if wts(current) != wts(observed) || (current & LOCK != 0 && !mine) {
