@@ -18,6 +18,10 @@
 //! then order transactions by epoch first, which Silo uses for durability and read-only
 //! snapshots. ordo keeps the epoch so TIDs have Silo's shape and cost; there is no logging.
 //! Records are never inserted or deleted, so the latest-version bit is always set.
+//!
+//! A one-shot transaction ([`ordo_workload::Requests`]) reads and buffers without looking in
+//! its write set, and marks each read it will write ([`kit::MINE`]), so step 3 recognizes its
+//! own locks without a search.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};

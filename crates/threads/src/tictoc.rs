@@ -21,6 +21,9 @@
 //! timestamp, and versions are per-key sequence numbers, so `ordo check --timestamps` (which
 //! wants distinct timestamps that are also the versions written) does not apply; the
 //! dependency-graph check does.
+//!
+//! A one-shot transaction runs as in Silo ([`kit::optimistic_requests`]): no write-set look-up
+//! per access, and its own locks recognized in step 3 by [`kit::MINE`].
 
 use std::sync::atomic::{Ordering, fence};
 

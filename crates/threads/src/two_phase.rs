@@ -107,9 +107,8 @@ impl TwoPhaseLocking {
         }
     }
 
-    /// Takes (or upgrades to) the lock `meta` of `key`; `held` is the index of a shared lock
-    /// already held on it. The first try is inline (a free lock is the common case); a busy
-    /// lock, or a lost race for a free one, goes to [`Self::acquire_contended`].
+    /// Takes (or upgrades to) the lock `meta` of `key`, and lists it among `worker`'s locks;
+    /// `held` is the index of a shared lock already held on it.
     #[inline]
     fn acquire(
         &self,
@@ -119,19 +118,7 @@ impl TwoPhaseLocking {
         exclusive: bool,
         held: Option<usize>,
     ) -> Result<(), Abort> {
-        let current = meta.load(Ordering::Relaxed);
-        match self.granted(current, worker.ts, exclusive, held.is_some()) {
-            Some(next) if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() => {
-                Self::took(worker, key, exclusive, held);
-                Ok(())
-            }
-            _ => self.acquire_contended(worker, meta, key, exclusive, held),
-        }
-    }
-
-    /// Records a lock `worker` just took.
-    #[inline]
-    fn took(worker: &mut TwoPhaseWorker, key: Key, exclusive: bool, held: Option<usize>) {
+        self.lock(meta, worker.ts, exclusive, held.is_some())?;
         match held {
             Some(index) => worker.locks[index].1 = true,
             None => {
@@ -139,26 +126,32 @@ impl TwoPhaseLocking {
                 worker.locked.add(key);
             }
         }
+        Ok(())
     }
 
-    /// [`Self::acquire`] once the first try failed: try again while the word changes under
-    /// us; a lock held in a conflicting mode aborts (`no_wait`), or waits or dies (`wait_die`).
+    /// Takes the lock `meta` for the transaction of timestamp `ts` (`upgrade`: from the shared
+    /// lock it holds). The first try is inline (a free lock is the common case); a busy lock,
+    /// or a lost race for a free one, goes to [`Self::lock_contended`].
+    #[inline]
+    fn lock(&self, meta: &AtomicU64, ts: u64, exclusive: bool, upgrade: bool) -> Result<(), Abort> {
+        let current = meta.load(Ordering::Relaxed);
+        match self.granted(current, ts, exclusive, upgrade) {
+            Some(next) if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() => {
+                Ok(())
+            }
+            _ => self.lock_contended(meta, ts, exclusive, upgrade),
+        }
+    }
+
+    /// [`Self::lock`] once the first try failed: try again while the word changes under us; a
+    /// lock held in a conflicting mode aborts (`no_wait`), or waits or dies (`wait_die`).
     #[cold]
-    fn acquire_contended(
-        &self,
-        worker: &mut TwoPhaseWorker,
-        meta: &AtomicU64,
-        key: Key,
-        exclusive: bool,
-        held: Option<usize>,
-    ) -> Result<(), Abort> {
-        let ts = worker.ts;
+    fn lock_contended(&self, meta: &AtomicU64, ts: u64, exclusive: bool, upgrade: bool) -> Result<(), Abort> {
         let mut spin = Spin::default();
         loop {
             let current = meta.load(Ordering::Relaxed);
-            if let Some(next) = self.granted(current, ts, exclusive, held.is_some()) {
+            if let Some(next) = self.granted(current, ts, exclusive, upgrade) {
                 if meta.compare_exchange_weak(current, next, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    Self::took(worker, key, exclusive, held);
                     return Ok(());
                 }
                 continue;
@@ -176,20 +169,32 @@ impl TwoPhaseLocking {
         }
     }
 
-    /// Releases every lock `worker` holds. Nobody else changes a word while its lock is held
+    /// Releases the lock `meta`. Nobody else changes a word while its lock is held
     /// exclusively, so that release is a store; a shared one leaves with one subtraction (the
     /// last reader out leaves a stale timestamp beside a zero count, which a requester ignores:
     /// it only consults the timestamp of a lock that has holders).
+    #[inline]
+    fn unlock(meta: &AtomicU64, exclusive: bool) {
+        if exclusive {
+            debug_assert!(meta.load(Ordering::Relaxed) & WRITER != 0, "releasing an exclusive lock not held");
+            meta.store(FREE, Ordering::Release);
+        } else {
+            let before = meta.fetch_sub(READER_ONE, Ordering::Release);
+            debug_assert!(readers(before) > 0, "releasing a shared lock not held");
+        }
+    }
+
+    /// Releases the locks of a one-shot transaction's first `taken` requests.
+    fn unlock_requests(&self, requests: &Requests<'_>, taken: usize) {
+        for (i, &key) in requests.keys[..taken].iter().enumerate() {
+            Self::unlock(self.table.meta(key), requests.writes(i));
+        }
+    }
+
+    /// Releases every lock `worker` holds.
     fn release_all(&self, worker: &mut TwoPhaseWorker) {
         for &(key, exclusive) in &worker.locks {
-            let meta = self.table.meta(key);
-            if exclusive {
-                debug_assert!(meta.load(Ordering::Relaxed) & WRITER != 0, "releasing an exclusive lock not held");
-                meta.store(FREE, Ordering::Release);
-            } else {
-                let before = meta.fetch_sub(READER_ONE, Ordering::Release);
-                debug_assert!(readers(before) > 0, "releasing a shared lock not held");
-            }
+            Self::unlock(self.table.meta(key), exclusive);
         }
         worker.locks.clear();
         worker.locked.clear();
@@ -277,16 +282,22 @@ impl Protocol for TwoPhaseLocking {
 
     /// The keys are distinct and each request's mode is known at its first access, so each
     /// lock is taken once, in its final mode (exclusive for a request that writes, blind
-    /// writes included), with no look-up of the lock list or the write set; the writes are
-    /// installed straight from what was read, with no write set.
+    /// writes included), and the requests themselves say which locks are held: no lock list,
+    /// no look-up of it or of a write set. The writes are installed straight from what was
+    /// read. An abort releases the locks taken before it returns (the caller's `abort` then
+    /// finds the lock list empty).
     fn run_requests(&self, worker: &mut TwoPhaseWorker, requests: Requests<'_>) -> Result<(), Abort> {
+        debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
         let mut values = [0; REQUESTS_MAX];
         for (i, &key) in requests.keys.iter().enumerate() {
             if let Some(&next) = requests.keys.get(i + 1) {
                 self.table.prefetch(next);
             }
             let record = self.table.record(key);
-            self.acquire(worker, record.meta(), key, requests.writes(i), None)?;
+            if let Err(abort) = self.lock(record.meta(), worker.ts, requests.writes(i), false) {
+                self.unlock_requests(&requests, i);
+                return Err(abort);
+            }
             if requests.reads(i) {
                 let (value, seq) = record.read_data(&mut worker.payload);
                 worker.recording.read(key, seq);
@@ -298,7 +309,7 @@ impl Protocol for TwoPhaseLocking {
             let seq = self.table.record(key).install(requests.written_value(i, values[i]));
             worker.recording.write(key, seq);
         }
-        self.release_all(worker);
+        self.unlock_requests(&requests, requests.keys.len());
         worker.recording.commit(None);
         Ok(())
     }
@@ -324,5 +335,43 @@ impl Protocol for TwoPhaseLocking {
 
     fn committed_value(&self, key: Key) -> Value {
         self.table.value(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ordo_workload::{Ycsb, YcsbConfig};
+
+    use super::*;
+
+    /// Whether `key`'s lock has no holders (a released shared lock may leave a stale
+    /// timestamp beside a zero count).
+    fn unheld(twopl: &TwoPhaseLocking, key: Key) -> bool {
+        twopl.table.meta(key).load(Ordering::Relaxed) & !TS_MASK == 0
+    }
+
+    #[test]
+    fn a_one_shot_attempt_that_aborts_leaves_no_lock_behind() {
+        let ycsb = Ycsb::new(YcsbConfig { records: 100, payload_bytes: 24, ..YcsbConfig::default() }).unwrap();
+        for flavour in [Deadlock::NoWait, Deadlock::WaitDie] {
+            let twopl = TwoPhaseLocking::new(&ycsb, 24, 1, flavour);
+            let (mut holder, mut one_shot) = (twopl.worker(0, false), twopl.worker(1, false));
+            // The holder begins first, so it is the older: key 7 stops the one-shot
+            // transaction under both flavours (no_wait aborts, wait_die's younger dies).
+            twopl.begin(&mut holder, false);
+            twopl.read(&mut holder, 7, true).unwrap();
+            let keys = [3, 5, 7, 9];
+            let requests = Requests { keys: &keys, reads: 0b1111, writes: 0b0011, blind: 0 };
+            twopl.begin(&mut one_shot, false);
+            assert!(twopl.run_requests(&mut one_shot, requests).is_err(), "{flavour:?}: key 7 is held");
+            twopl.abort(&mut one_shot);
+            assert!([3, 5, 9].iter().all(|&key| unheld(&twopl, key)), "{flavour:?}: the aborted attempt kept a lock");
+            assert!(!unheld(&twopl, 7), "{flavour:?}: the holder's lock is gone");
+            twopl.commit(&mut holder).unwrap();
+            twopl.begin(&mut one_shot, true);
+            twopl.run_requests(&mut one_shot, requests).unwrap();
+            assert!(keys.iter().all(|&key| unheld(&twopl, key)), "{flavour:?}: the commit kept a lock");
+            assert_eq!([3, 5, 7, 9].map(|key| twopl.committed_value(key)), [1, 1, 0, 0], "{flavour:?}");
+        }
     }
 }
