@@ -145,14 +145,7 @@ impl Requests<'_> {
     /// The requests that write, in order.
     #[inline]
     pub fn written(&self) -> impl Iterator<Item = usize> + use<> {
-        let mut mask = self.writes;
-        std::iter::from_fn(move || {
-            (mask != 0).then(|| {
-                let i = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                i
-            })
-        })
+        set_bits(self.writes)
     }
 
     /// Whether the requests keep their promises: distinct keys, at most [`REQUESTS_MAX`] of
@@ -164,6 +157,18 @@ impl Requests<'_> {
             && (self.reads | self.writes) & beyond == 0
             && self.keys.iter().enumerate().all(|(i, key)| !self.keys[..i].contains(key))
     }
+}
+
+/// The positions of the set bits of `mask`, lowest first.
+#[inline]
+pub(crate) fn set_bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
 }
 
 /// A workload: a database (its keys and initial values) and a stream of transactions.

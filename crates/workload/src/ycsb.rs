@@ -29,7 +29,7 @@ use rand::{Rng, RngCore};
 
 use crate::WorkloadRng;
 use crate::error::WorkloadError;
-use crate::procedure::{KEYS_MAX, Key, KeyFilter, REQUESTS_MAX, Requests, Step, Txn, Value, Workload};
+use crate::procedure::{KEYS_MAX, Key, KeyFilter, REQUESTS_MAX, Requests, Step, Txn, Value, Workload, set_bits};
 use crate::zipf::Zipf;
 
 #[cfg(test)]
@@ -326,18 +326,6 @@ impl Workload for Ycsb {
 #[inline]
 fn is_prefix(mask: u64) -> bool {
     mask & mask.wrapping_add(1) == 0
-}
-
-/// The positions of the set bits of `mask`, lowest first.
-#[inline]
-fn set_bits(mut mask: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            i
-        })
-    })
 }
 
 #[cfg(test)]
