@@ -68,12 +68,8 @@ pub fn optimistic_requests(
     payload: &mut [u64],
     recording: &mut Recording,
 ) {
-    for (i, &key) in requests.keys.iter().enumerate() {
-        if let Some(&next) = requests.keys.get(i + 1) {
-            table.prefetch(next);
-        }
+    for (i, (key, record)) in table.view().records_ahead(requests.keys).enumerate() {
         let read = if requests.reads(i) {
-            let record = table.record(key);
             let (word, (value, seq)) = optimistic_read(record.meta(), || record.read_data(payload));
             reads.push((key, if requests.writes(i) { word | MINE } else { word }));
             recording.read(key, seq);

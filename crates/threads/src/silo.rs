@@ -172,12 +172,13 @@ impl Protocol for Silo {
     }
 
     fn commit(&self, worker: &mut SiloWorker) -> Result<(), Abort> {
+        let table = self.table.view();
         // 1. Lock the write set in key order.
         let mut max_tid = worker.last_tid;
         kit::lock_sorted(
             &mut worker.writes,
             &mut worker.locked,
-            |key| self.table.meta(key),
+            |key| table.meta(key),
             |_, before| {
                 max_tid = max_tid.max(before & TID_MASK);
                 Ok(())
@@ -189,7 +190,7 @@ impl Protocol for Silo {
         let epoch = self.clock.epoch.load(Ordering::Acquire);
         // 3. Validate the read set.
         for &(key, tid) in &worker.reads {
-            let current = self.table.meta(key).load(Ordering::Acquire);
+            let current = table.meta(key).load(Ordering::Acquire);
             let locked_by_another = current & LOCK != 0 && tid & MINE == 0 && !worker.writes.contains(key);
             if current & TID_MASK != tid & TID_MASK || locked_by_another {
                 self.unlock_prefix(worker);
@@ -202,7 +203,7 @@ impl Protocol for Silo {
         debug_assert!(tid > worker.last_tid && tid & !TID_MASK == 0);
         // 5. Install and unlock.
         for &(key, value) in &worker.writes.entries {
-            let record = self.table.record(key);
+            let record = table.record(key);
             let seq = record.install(value);
             worker.recording.write(key, seq);
             record.meta().store(tid | LATEST, Ordering::Release);

@@ -137,11 +137,12 @@ impl Protocol for TicToc {
     }
 
     fn commit(&self, worker: &mut TicTocWorker) -> Result<(), Abort> {
+        let table = self.table.view();
         let mut commit_ts = 0;
         kit::lock_sorted(
             &mut worker.writes,
             &mut worker.locked,
-            |key| self.table.meta(key),
+            |key| table.meta(key),
             |_, before| {
                 commit_ts = commit_ts.max(rts(before) + 1);
                 Ok(())
@@ -156,7 +157,7 @@ impl Protocol for TicToc {
             if rts(observed) >= commit_ts {
                 continue;
             }
-            let meta = self.table.meta(key);
+            let meta = table.meta(key);
             let mine = observed & MINE != 0 || worker.writes.contains(key);
             loop {
                 let current = meta.load(Ordering::Acquire);
@@ -180,7 +181,7 @@ impl Protocol for TicToc {
             }
         }
         for &(key, value) in &worker.writes.entries {
-            let record = self.table.record(key);
+            let record = table.record(key);
             let seq = record.install(value);
             worker.recording.write(key, seq);
             record.meta().store(pack(commit_ts, commit_ts), Ordering::Release);

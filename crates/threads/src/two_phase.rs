@@ -23,7 +23,7 @@ use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, REQUESTS_MAX, Requests, Value, Workload};
 
 use crate::protocol::{Abort, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
-use crate::store::Table;
+use crate::store::{Table, TableView};
 
 const WRITER: u64 = 1 << 63;
 const READER_SHIFT: u32 = 48;
@@ -185,9 +185,9 @@ impl TwoPhaseLocking {
     }
 
     /// Releases the locks of a one-shot transaction's first `taken` requests.
-    fn unlock_requests(&self, requests: &Requests<'_>, taken: usize) {
+    fn unlock_requests(table: TableView<'_>, requests: &Requests<'_>, taken: usize) {
         for (i, &key) in requests.keys[..taken].iter().enumerate() {
-            Self::unlock(self.table.meta(key), requests.writes(i));
+            Self::unlock(table.meta(key), requests.writes(i));
         }
     }
 
@@ -289,13 +289,10 @@ impl Protocol for TwoPhaseLocking {
     fn run_requests(&self, worker: &mut TwoPhaseWorker, requests: Requests<'_>) -> Result<(), Abort> {
         debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
         let mut values = [0; REQUESTS_MAX];
-        for (i, &key) in requests.keys.iter().enumerate() {
-            if let Some(&next) = requests.keys.get(i + 1) {
-                self.table.prefetch(next);
-            }
-            let record = self.table.record(key);
+        let table = self.table.view();
+        for (i, (key, record)) in table.records_ahead(requests.keys).enumerate() {
             if let Err(abort) = self.lock(record.meta(), worker.ts, requests.writes(i), false) {
-                self.unlock_requests(&requests, i);
+                Self::unlock_requests(table, &requests, i);
                 return Err(abort);
             }
             if requests.reads(i) {
@@ -306,10 +303,10 @@ impl Protocol for TwoPhaseLocking {
         }
         for i in requests.written() {
             let key = requests.keys[i];
-            let seq = self.table.record(key).install(requests.written_value(i, values[i]));
+            let seq = table.record(key).install(requests.written_value(i, values[i]));
             worker.recording.write(key, seq);
         }
-        self.unlock_requests(&requests, requests.keys.len());
+        Self::unlock_requests(table, &requests, requests.keys.len());
         worker.recording.commit(None);
         Ok(())
     }
