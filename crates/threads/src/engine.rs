@@ -487,15 +487,16 @@ mod tests {
     use crate::mvcc::VERSIONS_DEFAULT;
 
     /// Runs `count` transactions of `workload` alone on `protocol`'s fresh store, each as its
-    /// requests (`one_shot`) or through its procedure's steps; returns the final values and
-    /// the recorded history.
+    /// requests (`one_shot`) or through its procedure's steps, recording the history when
+    /// `record`; returns the final values and the recorded history.
     fn alone<P: Protocol>(
         protocol: &P,
         workload: &dyn Workload,
         one_shot: bool,
+        record: bool,
         count: usize,
     ) -> (Vec<Value>, Vec<HistoryEntry>) {
-        let mut worker = protocol.worker(0, true);
+        let mut worker = protocol.worker(0, record);
         let (mut rng, mut txn, mut exec) = (rng_from_seed(5), Txn::default(), Exec::default());
         for i in 0..count {
             workload.generate(&mut rng, &mut txn);
@@ -513,14 +514,18 @@ mod tests {
     }
 
     /// The two ways must leave the same store and record the same history, transaction by
-    /// transaction (`make` builds a fresh store for each).
+    /// transaction (`make` builds a fresh store for each); the one-shot way without a history
+    /// (a protocol may run it as a loop of its own) must leave the same store too.
     fn both_ways_agree<P: Protocol>(make: impl Fn() -> P, workload: &dyn Workload, initial: &[Value]) {
-        let (one_shot, steps) = (make(), make());
+        let (one_shot, steps, unrecorded) = (make(), make(), make());
         let name = one_shot.name();
-        let (values, history) = alone(&one_shot, workload, true, 400);
-        let (step_values, step_history) = alone(&steps, workload, false, 400);
+        let (values, history) = alone(&one_shot, workload, true, true, 400);
+        let (step_values, step_history) = alone(&steps, workload, false, true, 400);
+        let (unrecorded_values, no_history) = alone(&unrecorded, workload, true, false, 400);
         assert_eq!(values, step_values, "{name}: the one-shot way left another store");
         assert_eq!(history, step_history, "{name}: the one-shot way recorded another history");
+        assert_eq!(unrecorded_values, values, "{name}: the one-shot way without a history left another store");
+        assert!(no_history.is_empty(), "{name}: a history was recorded without being asked for");
         assert_ne!(values, initial, "{name}: nothing was written");
         assert_eq!(history.len(), 400, "{name}: one history entry per commit");
     }

@@ -68,11 +68,31 @@ pub fn optimistic_requests(
     payload: &mut [u64],
     recording: &mut Recording,
 ) {
+    // Without a history to record, a copy of the loop without the recording checks.
+    if recording.enabled() {
+        optimistic_requests_recorded::<true>(table, requests, reads, writes, payload, recording);
+    } else {
+        optimistic_requests_recorded::<false>(table, requests, reads, writes, payload, recording);
+    }
+}
+
+/// [`optimistic_requests`], recording the reads when `RECORD`.
+#[inline]
+fn optimistic_requests_recorded<const RECORD: bool>(
+    table: &Table,
+    requests: Requests<'_>,
+    reads: &mut Vec<(Key, u64)>,
+    writes: &mut WriteSet,
+    payload: &mut [u64],
+    recording: &mut Recording,
+) {
     for (i, (key, record)) in table.view().records_ahead(requests.keys).enumerate() {
         let read = if requests.reads(i) {
             let (word, (value, seq)) = optimistic_read(record.meta(), || record.read_data(payload));
             reads.push((key, if requests.writes(i) { word | MINE } else { word }));
-            recording.read(key, seq);
+            if RECORD {
+                recording.read(key, seq);
+            }
             value
         } else {
             0

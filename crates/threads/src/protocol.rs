@@ -170,6 +170,12 @@ impl Recording {
         Recording { enabled, next_id: worker as u64 + 1, reads: Vec::new(), writes: Vec::new(), entries: Vec::new() }
     }
 
+    /// Whether this worker records its history.
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The attempt read version `version` of `key`.
     #[inline]
     pub fn read(&mut self, key: Key, version: u64) {

@@ -200,6 +200,42 @@ impl TwoPhaseLocking {
         worker.locked.clear();
     }
 
+    /// [`Protocol::run_requests`], recording the history when `RECORD` (a separate copy of
+    /// the loop without it carries no recording checks at all: 64 instructions of a
+    /// 16-request transaction in callgrind).
+    #[inline]
+    fn one_shot<const RECORD: bool>(&self, worker: &mut TwoPhaseWorker, requests: Requests<'_>) -> Result<(), Abort> {
+        debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
+        let mut values = [0; REQUESTS_MAX];
+        let table = self.table.view();
+        let ts = worker.ts;
+        for (i, (key, record)) in table.records_ahead(requests.keys).enumerate() {
+            if let Err(abort) = self.lock(record.meta(), ts, requests.writes(i), false) {
+                Self::unlock_requests(table, &requests, i);
+                return Err(abort);
+            }
+            if requests.reads(i) {
+                let (value, seq) = record.read_data(&mut worker.payload);
+                if RECORD {
+                    worker.recording.read(key, seq);
+                }
+                values[i] = value;
+            }
+        }
+        for i in requests.written() {
+            let key = requests.keys[i];
+            let seq = table.record(key).install(requests.written_value(i, values[i]));
+            if RECORD {
+                worker.recording.write(key, seq);
+            }
+        }
+        Self::unlock_requests(table, &requests, requests.keys.len());
+        if RECORD {
+            worker.recording.commit(None);
+        }
+        Ok(())
+    }
+
     /// Where `key` is in `worker`'s lock list.
     #[inline]
     fn held(worker: &TwoPhaseWorker, key: Key) -> Option<usize> {
@@ -287,28 +323,11 @@ impl Protocol for TwoPhaseLocking {
     /// read. An abort releases the locks taken before it returns (the caller's `abort` then
     /// finds the lock list empty).
     fn run_requests(&self, worker: &mut TwoPhaseWorker, requests: Requests<'_>) -> Result<(), Abort> {
-        debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
-        let mut values = [0; REQUESTS_MAX];
-        let table = self.table.view();
-        for (i, (key, record)) in table.records_ahead(requests.keys).enumerate() {
-            if let Err(abort) = self.lock(record.meta(), worker.ts, requests.writes(i), false) {
-                Self::unlock_requests(table, &requests, i);
-                return Err(abort);
-            }
-            if requests.reads(i) {
-                let (value, seq) = record.read_data(&mut worker.payload);
-                worker.recording.read(key, seq);
-                values[i] = value;
-            }
+        if worker.recording.enabled() {
+            self.one_shot::<true>(worker, requests)
+        } else {
+            self.one_shot::<false>(worker, requests)
         }
-        for i in requests.written() {
-            let key = requests.keys[i];
-            let seq = table.record(key).install(requests.written_value(i, values[i]));
-            worker.recording.write(key, seq);
-        }
-        Self::unlock_requests(table, &requests, requests.keys.len());
-        worker.recording.commit(None);
-        Ok(())
     }
 
     fn commit(&self, worker: &mut TwoPhaseWorker) -> Result<(), Abort> {
