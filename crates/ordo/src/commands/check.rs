@@ -61,7 +61,7 @@ pub enum Isolation {
 }
 
 /// Exit status of a history that does not satisfy the isolation checked.
-pub const EXIT_NOT_SERIALIZABLE: i32 = 1;
+pub const EXIT_VIOLATION: i32 = 1;
 /// Exit status of input that could not be read, or is not a history.
 pub const EXIT_UNREADABLE: i32 = 2;
 
@@ -73,14 +73,14 @@ pub enum CheckFailure {
     Unreadable(anyhow::Error),
     /// The history does not satisfy the isolation checked.
     #[error("{0}")]
-    NotSerializable(String),
+    Violation(String),
 }
 
 impl CheckFailure {
     pub fn exit_status(&self) -> i32 {
         match self {
             CheckFailure::Unreadable(_) => EXIT_UNREADABLE,
-            CheckFailure::NotSerializable(_) => EXIT_NOT_SERIALIZABLE,
+            CheckFailure::Violation(_) => EXIT_VIOLATION,
         }
     }
 }
@@ -126,18 +126,18 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     let (report, serializable) = match args.isolation {
         Isolation::Serializable => {
             let report = check(&entries)
-                .map_err(|violation| CheckFailure::NotSerializable(format!("not serializable: {violation}")))?;
+                .map_err(|violation| CheckFailure::Violation(format!("not serializable: {violation}")))?;
             (report, Ok(()))
         }
         Isolation::Snapshot => {
             let report = check_snapshot_isolation(&entries)
-                .map_err(|violation| CheckFailure::NotSerializable(format!("not snapshot isolation: {violation}")))?;
+                .map_err(|violation| CheckFailure::Violation(format!("not snapshot isolation: {violation}")))?;
             (report, check(&entries).map(drop))
         }
     };
     if args.timestamps {
         check_timestamp_order(&entries).map_err(|violation| {
-            CheckFailure::NotSerializable(format!("not serializable in timestamp order: {violation}"))
+            CheckFailure::Violation(format!("not serializable in timestamp order: {violation}"))
         })?;
     }
     if args.json {
