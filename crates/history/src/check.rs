@@ -30,7 +30,7 @@
 use serde::Serialize;
 
 use crate::entry::{HistoryEntry, Scan};
-use crate::graph::DependencyGraph;
+use crate::graph::{DependencyGraph, Edge};
 use crate::versions::{
     Detail, KeyIndex, Operation, ScanIndex, VersionOrder, assert_within_limits, check_unique_ids, check_writes,
     gather_writes,
@@ -84,7 +84,7 @@ impl CheckReport {
 ///
 /// If the history holds more than `u32::MAX` transactions, operations or scans.
 pub fn check(entries: &[HistoryEntry]) -> Result<CheckReport, Violation> {
-    check_against(entries, Isolation::Serializable)
+    check_against(entries, Isolation::Serializable).map(|(report, _)| report)
 }
 
 /// Checks that the committed transactions of `entries` could have run under snapshot
@@ -107,7 +107,21 @@ pub fn check(entries: &[HistoryEntry]) -> Result<CheckReport, Violation> {
 ///
 /// As [`check`].
 pub fn check_snapshot_isolation(entries: &[HistoryEntry]) -> Result<CheckReport, Violation> {
-    check_against(entries, Isolation::Snapshot)
+    check_against(entries, Isolation::Snapshot).map(|(report, _)| report)
+}
+
+/// [`check_snapshot_isolation`], and on the same dependency graph (built once) whether the
+/// history is also conflict-serializable: the second part of `Ok` is what [`check`] would
+/// return, `Err` with its cycle when the history is not serializable.
+///
+/// # Panics
+///
+/// As [`check`].
+pub fn check_snapshot_isolation_and_serializability(
+    entries: &[HistoryEntry],
+) -> Result<(CheckReport, Result<(), Violation>), Violation> {
+    check_against(entries, Isolation::SnapshotNotingSerializability)
+        .map(|(report, serializable)| (report, serializable.map_or(Ok(()), Err)))
 }
 
 /// What a history is checked against.
@@ -117,9 +131,16 @@ enum Isolation {
     Serializable,
     /// No cycle without two anti-dependencies in a row.
     Snapshot,
+    /// As `Snapshot`, and a cycle of any kind is returned beside the report.
+    SnapshotNotingSerializability,
 }
 
-fn check_against(entries: &[HistoryEntry], isolation: Isolation) -> Result<CheckReport, Violation> {
+/// The report when `entries` satisfy `isolation`, with the cycle that makes them not
+/// serializable when `isolation` asks for it to be noted.
+fn check_against(
+    entries: &[HistoryEntry],
+    isolation: Isolation,
+) -> Result<(CheckReport, Option<Violation>), Violation> {
     check_unique_ids(entries)?;
     let mut report = CheckReport { transactions: entries.len(), ..CheckReport::default() };
     // One pass over the entries gathers writes, point reads and listed rows.
@@ -197,11 +218,7 @@ fn check_against(entries: &[HistoryEntry], isolation: Isolation) -> Result<Check
             version: read.version,
         }
     })?;
-    let cycle = match isolation {
-        Isolation::Serializable => graph.find_cycle(),
-        Isolation::Snapshot => graph.find_snapshot_cycle(),
-    };
-    if let Some(cycle) = cycle {
+    let violation = |cycle: Vec<Edge>| {
         let id = |txn: u32| entries[txn as usize].id;
         let scan_of = |index: u32| -> &Scan {
             let (txn, position) = scans[index as usize];
@@ -224,12 +241,36 @@ fn check_against(entries: &[HistoryEntry], isolation: Isolation) -> Result<Check
                 to: id(edge.to),
             })
             .collect();
-        return Err(Violation::Cycle { transactions });
-    }
+        Violation::Cycle { transactions }
+    };
+    let not_serializable = match isolation {
+        Isolation::Serializable => {
+            if let Some(cycle) = graph.find_cycle() {
+                return Err(violation(cycle));
+            }
+            None
+        }
+        Isolation::Snapshot => {
+            if let Some(cycle) = graph.find_snapshot_cycle() {
+                return Err(violation(cycle));
+            }
+            None
+        }
+        Isolation::SnapshotNotingSerializability => {
+            // An acyclic graph has no cycle of the snapshot kind either.
+            let cycle = graph.find_cycle();
+            if cycle.is_some()
+                && let Some(snapshot_cycle) = graph.find_snapshot_cycle()
+            {
+                return Err(violation(snapshot_cycle));
+            }
+            cycle.map(violation)
+        }
+    };
     report.write_write_edges = graph.edge_count(DependencyKind::WriteWrite);
     report.write_read_edges = graph.edge_count(DependencyKind::WriteRead);
     report.read_write_edges = graph.edge_count(DependencyKind::ReadWrite);
-    Ok(report)
+    Ok((report, not_serializable))
 }
 
 #[cfg(test)]
@@ -238,6 +279,29 @@ mod tests {
 
     fn entry(id: u64, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> HistoryEntry {
         HistoryEntry::new(id, reads.to_vec(), writes.to_vec())
+    }
+
+    /// One graph answers both questions as the two separate checks do: write skew is
+    /// snapshot isolation but not serializable, a serial history is both, a lost update
+    /// neither.
+    #[test]
+    fn snapshot_isolation_noting_serializability_agrees_with_both_checks() {
+        let write_skew = [entry(1, &[(1, 0), (2, 0)], &[(1, 1)]), entry(2, &[(1, 0), (2, 0)], &[(2, 1)])];
+        let serial = [entry(1, &[(1, 0)], &[(1, 1)]), entry(2, &[(1, 1)], &[(1, 2)])];
+        let lost_update = [entry(1, &[(1, 0)], &[(1, 1)]), entry(2, &[(1, 0)], &[(1, 2)])];
+        for history in [&write_skew[..], &serial, &lost_update] {
+            let both = check_snapshot_isolation_and_serializability(history);
+            match check_snapshot_isolation(history) {
+                Ok(report) => assert_eq!(both, Ok((report, check(history).map(drop)))),
+                Err(violation) => assert_eq!(both, Err(violation)),
+            }
+        }
+        assert!(matches!(
+            check_snapshot_isolation_and_serializability(&write_skew),
+            Ok((_, Err(Violation::Cycle { .. })))
+        ));
+        assert!(matches!(check_snapshot_isolation_and_serializability(&serial), Ok((_, Ok(())))));
+        assert!(check_snapshot_isolation_and_serializability(&lost_update).is_err());
     }
 
     #[test]

@@ -104,7 +104,7 @@ mod versions;
 mod violation;
 mod writer;
 
-pub use check::{CheckReport, check, check_snapshot_isolation};
+pub use check::{CheckReport, check, check_snapshot_isolation, check_snapshot_isolation_and_serializability};
 pub use entry::{Access, HistoryEntry, Scan, TableId, WriteEffect};
 pub use error::HistoryError;
 pub use reader::{read_history, read_history_file};

@@ -27,7 +27,8 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow};
 use clap::{Args, ValueEnum};
 use ordo_history::{
-    CheckReport, HistoryEntry, check, check_snapshot_isolation, check_timestamp_order, read_history, read_history_file,
+    CheckReport, HistoryEntry, check, check_snapshot_isolation_and_serializability, check_timestamp_order,
+    read_history, read_history_file,
 };
 use serde::Serialize;
 
@@ -129,11 +130,8 @@ pub fn run(args: &CheckArgs) -> Result<()> {
                 .map_err(|violation| CheckFailure::Violation(format!("not serializable: {violation}")))?;
             (report, Ok(()))
         }
-        Isolation::Snapshot => {
-            let report = check_snapshot_isolation(&entries)
-                .map_err(|violation| CheckFailure::Violation(format!("not snapshot isolation: {violation}")))?;
-            (report, check(&entries).map(drop))
-        }
+        Isolation::Snapshot => check_snapshot_isolation_and_serializability(&entries)
+            .map_err(|violation| CheckFailure::Violation(format!("not snapshot isolation: {violation}")))?,
     };
     if args.timestamps {
         check_timestamp_order(&entries).map_err(|violation| {
