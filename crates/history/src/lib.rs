@@ -78,6 +78,8 @@
 //! `rw`), a read of half a transaction's writes (`rw` then `wr`) and a scan that saw half of
 //! another transaction's inserts do not. It does not order one worker's transactions by
 //! their session, so it checks SI rather than strong session SI.
+//! [`check_snapshot_isolation_and_serializability`] answers both questions from one graph
+//! (what `ordo check --isolation snapshot` reports).
 //!
 //! ```
 //! use ordo_history::{HistoryEntry, Violation, check, check_snapshot_isolation};
