@@ -72,9 +72,11 @@ impl TableWorkload for Items {
             highest = Some(key);
             true
         })?;
-        let (Some(lowest), Some(highest)) = (lowest, highest) else { return Ok(Outcome::UserAbort) };
         // Under optimistic concurrency a view may be inconsistent until commit validates it:
-        // the lowest item gone or the next key taken means another step committed since.
+        // an empty queue (it always holds `count` items), the lowest item gone or the next key
+        // taken means another step committed since, and the step is retried. (An empty view
+        // was a user abort, which is final; a run of two workers hit it once.)
+        let (Some(lowest), Some(highest)) = (lowest, highest) else { return Err(Aborted) };
         if !tx.delete(ITEMS, lowest)? || !tx.insert(ITEMS, highest + 1, &[highest + 1])? {
             return Err(Aborted);
         }
