@@ -243,30 +243,20 @@ fn check_against(
             .collect();
         Violation::Cycle { transactions }
     };
-    let not_serializable = match isolation {
-        Isolation::Serializable => {
-            if let Some(cycle) = graph.find_cycle() {
-                return Err(violation(cycle));
-            }
-            None
-        }
-        Isolation::Snapshot => {
-            if let Some(cycle) = graph.find_snapshot_cycle() {
-                return Err(violation(cycle));
-            }
-            None
-        }
+    // The cycle that refuses the history, and (when asked) the one that makes it not
+    // serializable; an acyclic graph has no cycle of the snapshot kind either.
+    let (refusing, noted) = match isolation {
+        Isolation::Serializable => (graph.find_cycle(), None),
+        Isolation::Snapshot => (graph.find_snapshot_cycle(), None),
         Isolation::SnapshotNotingSerializability => {
-            // An acyclic graph has no cycle of the snapshot kind either.
             let cycle = graph.find_cycle();
-            if cycle.is_some()
-                && let Some(snapshot_cycle) = graph.find_snapshot_cycle()
-            {
-                return Err(violation(snapshot_cycle));
-            }
-            cycle.map(violation)
+            (cycle.as_ref().and_then(|_| graph.find_snapshot_cycle()), cycle)
         }
     };
+    if let Some(cycle) = refusing {
+        return Err(violation(cycle));
+    }
+    let not_serializable = noted.map(violation);
     report.write_write_edges = graph.edge_count(DependencyKind::WriteWrite);
     report.write_read_edges = graph.edge_count(DependencyKind::WriteRead);
     report.read_write_edges = graph.edge_count(DependencyKind::ReadWrite);
