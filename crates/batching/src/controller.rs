@@ -57,6 +57,9 @@ pub enum ConfigError {
     /// The early-decision ratio is not finite and above the tolerance.
     #[error("early_decision_ratio must be finite and above tolerance_ratio, got {0}")]
     EarlyDecision(f64),
+    /// The return drop is not in `(0, 1)`.
+    #[error("return_commit_ratio_drop must be in (0, 1), got {0}")]
+    ReturnDrop(f64),
     /// The abort-ratio guard is not in `(0, 1]`.
     #[error("abort_ratio_max must be in (0, 1], got {0}")]
     AbortRatio(f64),
@@ -99,7 +102,9 @@ pub struct ControllerConfig {
     /// A round ends early, at a point where every arm has measured as many windows as the
     /// others, when its arms already differ by more than this ratio: both sides below the
     /// centre by more (the centre stays), or a side above the centre and the other side by
-    /// more (it wins). `None` = every round runs all its windows.
+    /// more (it wins). A round with no level before it (the search's first, or the first
+    /// after a guard or a return to the anchor) never ends early. `None` = every round runs
+    /// all its windows.
     pub early_decision_ratio: Option<f64>,
     /// Rounds between two re-probes.
     pub reprobe_every_rounds: u32,
@@ -108,6 +113,15 @@ pub struct ControllerConfig {
     /// `step_ratio_initial`: the workload changed (a change of skew moves the peak as it moves
     /// the level). `None` = only the periodic re-probe.
     pub level_shift_ratio: Option<f64>,
+    /// When set, the search keeps an *anchor*, a size and the commit ratio (commits per
+    /// attempt) measured there, and a round that leaves the centre at a size whose commit ratio
+    /// is more than this ratio below the anchor's sends the search back to the anchor, for a
+    /// round that measures the two sizes side by side (see the crate essay). Under optimistic
+    /// concurrency control the commit ratio of a batch size barely moves from run to run while
+    /// goodput moves with the host, so it tells a search that noise carried off a sharp peak
+    /// onto a plateau of worse sizes, where every round ties, from one that found a better
+    /// size. `None` = no anchor.
+    pub return_commit_ratio_drop: Option<f64>,
     /// Abort ratio (aborts / attempts) of a window above which the centre steps down at once;
     /// `None` = off.
     pub abort_ratio_max: Option<f64>,
@@ -133,6 +147,7 @@ impl Default for ControllerConfig {
             early_decision_ratio: Some(0.15),
             reprobe_every_rounds: 8,
             level_shift_ratio: Some(0.5),
+            return_commit_ratio_drop: None,
             abort_ratio_max: None,
             latency_us_max: None,
             history_len_max: 256,
@@ -183,6 +198,11 @@ impl ControllerConfig {
         {
             return Err(ConfigError::LevelShift(ratio));
         }
+        if let Some(drop) = self.return_commit_ratio_drop
+            && !(drop > 0.0 && drop < 1.0)
+        {
+            return Err(ConfigError::ReturnDrop(drop));
+        }
         if let Some(ratio) = self.abort_ratio_max
             && !(ratio > 0.0 && ratio <= 1.0)
         {
@@ -228,6 +248,10 @@ pub enum Decision {
     Stay,
     /// An abort or latency guard fired: the centre stepped down at once, the round restarted.
     Guard,
+    /// The round left the centre at a size that commits a clearly smaller share of its
+    /// attempts than the anchor: the centre went back to the anchor, and the next round
+    /// measures it against that size (see [`ControllerConfig::return_commit_ratio_drop`]).
+    Return,
 }
 
 impl Decision {
@@ -257,6 +281,36 @@ enum Arm {
 const ARM_PATTERN: [Arm; 6] =
     [Arm::Side(Side::Up), Arm::Centre, Arm::Side(Side::Down), Arm::Side(Side::Down), Arm::Centre, Arm::Side(Side::Up)];
 
+/// Where a search returns to after a walk-off, and the commit ratio last measured there (see
+/// [`ControllerConfig::return_commit_ratio_drop`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Anchor {
+    /// The centre, unrounded.
+    size: f64,
+    commit_ratio: f64,
+}
+
+/// Commits and attempts an arm measured over its windows of a round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Attempts {
+    committed: u64,
+    attempted: u64,
+}
+
+impl Attempts {
+    fn add(&mut self, observation: &WindowObservation) {
+        self.committed += observation.committed;
+        self.attempted += observation.committed + observation.aborted;
+    }
+
+    /// Commits per attempt; 1 for an arm that attempted nothing (no evidence of aborts).
+    fn commit_ratio(self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
+        let ratio = if self.attempted == 0 { 1.0 } else { self.committed as f64 / self.attempted as f64 };
+        ratio
+    }
+}
+
 /// The controller of one knob. See the crate essay.
 #[derive(Debug, Clone)]
 pub struct AdaptiveBatchSize {
@@ -274,6 +328,13 @@ pub struct AdaptiveBatchSize {
     up_goodputs: Vec<f64>,
     centre_goodputs: Vec<f64>,
     down_goodputs: Vec<f64>,
+    /// Commits and attempts of the current round, by arm: up, centre, down.
+    attempts: [Attempts; 3],
+    /// The size the search returns to, when `return_commit_ratio_drop` is set.
+    anchor: Option<Anchor>,
+    /// Whether the current round is a challenge: centred on the anchor, with a side where the
+    /// search had gone.
+    challenge: bool,
     /// Windows of the current round so far.
     round_windows: u32,
     /// Whether the current round runs the pattern with its sides swapped (every other
@@ -303,6 +364,9 @@ impl AdaptiveBatchSize {
             up_goodputs: Vec::with_capacity(windows),
             centre_goodputs: Vec::with_capacity(windows),
             down_goodputs: Vec::with_capacity(windows),
+            attempts: [Attempts::default(); 3],
+            anchor: None,
+            challenge: false,
             round_windows: 0,
             mirrored: false,
             rounds_since_reprobe: 0,
@@ -404,11 +468,21 @@ impl AdaptiveBatchSize {
         }
         #[expect(clippy::cast_precision_loss, reason = "counts and microseconds are far below 2^52")]
         let goodput = observation.committed as f64 * 1e6 / elapsed_us as f64;
-        match self.arm_of(self.round_windows) {
-            Arm::Side(Side::Up) => self.up_goodputs.push(goodput),
-            Arm::Centre => self.centre_goodputs.push(goodput),
-            Arm::Side(Side::Down) => self.down_goodputs.push(goodput),
-        }
+        let arm = match self.arm_of(self.round_windows) {
+            Arm::Side(Side::Up) => {
+                self.up_goodputs.push(goodput);
+                0
+            }
+            Arm::Centre => {
+                self.centre_goodputs.push(goodput);
+                1
+            }
+            Arm::Side(Side::Down) => {
+                self.down_goodputs.push(goodput);
+                2
+            }
+        };
+        self.attempts[arm].add(&observation);
         self.round_windows += 1;
         if self.round_windows < 3 * self.config.windows_per_side && !self.clear_early() {
             return Decision::Measuring;
@@ -445,6 +519,12 @@ impl AdaptiveBatchSize {
         if !self.round_windows.is_multiple_of(3) {
             return false;
         }
+        // A round with no level before it (the search's first, or the first after a guard or a
+        // return to the anchor) runs all its windows: nothing says yet how noisy one window is
+        // here, and the first windows of a run measure an engine still settling.
+        if self.level.is_none() {
+            return false;
+        }
         let (up, centre, down) =
             (median_of(&self.up_goodputs), median_of(&self.centre_goodputs), median_of(&self.down_goodputs));
         let centre_size = self.centre_size();
@@ -463,6 +543,7 @@ impl AdaptiveBatchSize {
         self.up_goodputs.clear();
         self.centre_goodputs.clear();
         self.down_goodputs.clear();
+        self.attempts = [Attempts::default(); 3];
         self.round_windows = 0;
     }
 
@@ -514,8 +595,12 @@ impl AdaptiveBatchSize {
         // (a slope through the centre too shallow to clear the tolerance within one step). A
         // side that measured below the centre never wins, so the search does not leave a peak
         // for the better of two worse sides.
+        // In a challenge (the centre is the anchor, a side where the search had gone) only the
+        // plain test counts: the mirror side was never a candidate, so beating it says nothing.
         let margin = 1.0 + tolerance;
-        let beats = |side: f64, other: f64| side > centre && (side > centre * margin || side > other * margin);
+        let slope = !self.challenge;
+        let beats =
+            |side: f64, other: f64| side > centre && (side > centre * margin || (slope && side > other * margin));
         let tie_margin = 1.0 + self.config.tolerance_ratio;
         let up_wins = up_open && beats(up, up_other);
         let down_wins = down_open && beats(down, down_other);
@@ -578,12 +663,68 @@ impl AdaptiveBatchSize {
             self.rounds_since_reprobe = 0;
             self.step_ratio = self.step_ratio.max(self.config.step_ratio_reprobe);
         }
+        let commit_ratio = self.attempts[match winner {
+            Some(Side::Up) => 0,
+            None => 1,
+            Some(Side::Down) => 2,
+        }]
+        .commit_ratio();
+        let decision = if self.follow_anchor(winner, shifted, commit_ratio) { Decision::Return } else { decision };
         let centre = self.centre_size();
         assert!(
             (self.config.batch_size_min..=self.config.batch_size_max).contains(&centre),
             "centre {centre} left its bounds"
         );
         decision
+    }
+
+    /// Keeps the anchor after a round whose new centre (`winner`'s side, or the centre kept)
+    /// measured `commit_ratio`, and sends the search back to it, for a challenge, when the
+    /// round left it at a size that commits clearly less. Returns whether it did.
+    ///
+    /// * A shift of the level (the workload changed) forgets the anchor; the first round after
+    ///   it (or the search's first round) sets it at the new centre.
+    /// * At the anchor's size the anchor takes the round's commit ratio.
+    /// * A centre whose commit ratio is more than `return_commit_ratio_drop` below the anchor's
+    ///   sends the search back: the centre becomes the anchor again and the step the ratio
+    ///   between the two sizes (within the step bounds), so the next round, the challenge,
+    ///   measures the anchor against where the search went, side by side in interleaved
+    ///   windows. A side must beat the centre to win, so a tie keeps the anchor.
+    /// * A side that wins the challenge becomes the anchor: it beat the anchor on goodput in
+    ///   the same windows, whatever its commit ratio (as at high skew, where a larger batch can
+    ///   abort more and still commit more). Goodput is never compared across rounds, which the
+    ///   host's drift would decide.
+    /// * Elsewhere a centre becomes the anchor if its commit ratio is within the tolerance of
+    ///   the anchor's; one a few points worse does not, so the anchor cannot creep, a round at a
+    ///   time, down the slope of a peak onto a plateau.
+    fn follow_anchor(&mut self, winner: Option<Side>, shifted: bool, commit_ratio: f64) -> bool {
+        let Some(drop) = self.config.return_commit_ratio_drop else {
+            return false;
+        };
+        let challenged = std::mem::take(&mut self.challenge);
+        let here = Anchor { size: self.centre, commit_ratio };
+        match self.anchor {
+            _ if shifted => self.anchor = None,
+            None => self.anchor = Some(here),
+            Some(_) if challenged && winner.is_some() => self.anchor = Some(here),
+            Some(anchor) if self.size_at(anchor.size) == self.centre_size() => {
+                self.anchor = Some(Anchor { size: anchor.size, ..here });
+            }
+            Some(anchor) if commit_ratio < anchor.commit_ratio * (1.0 - drop) => {
+                let apart = (self.centre / anchor.size).max(anchor.size / self.centre);
+                self.centre = anchor.size;
+                self.step_ratio = apart.clamp(self.config.step_ratio_min, self.config.step_ratio_max);
+                self.last_move = None;
+                self.level = None;
+                self.challenge = true;
+                return true;
+            }
+            Some(anchor) if commit_ratio >= anchor.commit_ratio * (1.0 - self.config.tolerance_ratio) => {
+                self.anchor = Some(here);
+            }
+            Some(_) => {}
+        }
+        false
     }
 
     /// `size` rounded and clamped to the bounds.

@@ -73,7 +73,12 @@
 //!   round takes three windows instead of nine, near a flat one (sides within 15%, so probing
 //!   them costs little) it keeps all nine for noise. On the pipeline (srvc, 100 live
 //!   transactions, θ = 0.8, where 50 and 72 run at about 0.7x of the peak at 55-65) the round
-//!   that probes them from 60 takes 150 ms instead of 450.
+//!   that probes them from 60 takes 150 ms instead of 450. The search's first round, and the
+//!   first after a guard or a return to the anchor, runs its course: one window an arm is all
+//!   an early decision rests on, and a run's first windows measure an engine still filling up.
+//!   Started at 50 there, first rounds cut short went to 42, on the plateau below the peak, in
+//!   7 of 60 runs (12%), and the search then stayed near 42 for up to seconds (BENCHMARKS.md,
+//!   "The start of a search and the anchor").
 //! * Noisy windows (optional, `spread_tolerance_factor`): the tolerance of a round becomes the
 //!   larger of `tolerance_ratio` and a factor times the spread the round measured (the median
 //!   over its arms of each arm's range of window goodputs over its median). The PostgreSQL
@@ -90,6 +95,23 @@
 //!   bound on noise more often, not less.
 //! * A side is always at least one away from the rounded centre, so at small sizes a small
 //!   step still compares different sizes.
+//! * The anchor (optional, `return_commit_ratio_drop`; the pipeline engine's batches turn it
+//!   on at 10%): the search remembers the last centre a round kept, with the goodput and the
+//!   commit ratio (commits per attempt) its centre arm measured, and a round that leaves the
+//!   centre at a size whose commit ratio is more than the drop below the anchor's, for no more
+//!   goodput than the anchor's plus the tolerance, sends the centre back to the anchor. Under
+//!   optimistic concurrency control a size's commit ratio hardly moves from run to run while
+//!   its goodput moves with the host (fixed 60 at 100 live transactions and θ = 0.8 aborted
+//!   34.7-35.0% of its attempts over 40 runs whose throughput spread by ±20%), so it is the
+//!   signal that tells a walk-off from a move. The peak there is a mesa (55-69) between two
+//!   plateaus (about 61% aborts below it, 62% above), and on a plateau every size ties on
+//!   goodput, so a search that noise has carried onto one moves only on noise and can stay
+//!   there for seconds; with the anchor it comes back after one round. The first round sets
+//!   the anchor at its new centre; a later centre becomes the anchor if its commit ratio is
+//!   within the tolerance of the anchor's, or if a round kept it with goodput clearly above the
+//!   anchor's (so a larger batch that aborts more but commits more, as at θ = 0.9, takes over);
+//!   at the anchor's own size the anchor takes each round's figures (so it follows a host that
+//!   slows down); a shift of the level forgets it.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds
 //!   `latency_us_max` moves the centre down at once, whatever goodput says (both off by default:
 //!   aborted work already lowers goodput, and under optimistic concurrency control at high skew

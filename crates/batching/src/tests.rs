@@ -361,24 +361,34 @@ fn the_median_of_an_arm_ignores_one_outlier_window() {
 
 /// Three windows an arm, as the engines run: near a sharp peak the round ends once each arm
 /// has measured a window, since what it would learn from the rest is already clear.
+/// A controller past its first round, which runs all its windows however clear it is: a peak
+/// at the centre, both sides 30% below it, measured for `3 * windows_per_side` windows.
+fn past_the_first_round(config: ControllerConfig) -> (AdaptiveBatchSize, u64) {
+    let windows = config.windows_per_side as usize;
+    let (mut controller, mut t_us) = opened(config);
+    let (sides, centre) = (vec![700; windows], vec![1000; windows]);
+    assert_eq!(arm_round(&mut controller, &mut t_us, &sides, &centre, &sides), Decision::Stay);
+    (controller, t_us)
+}
+
 #[test]
 fn a_round_whose_arms_already_differ_by_the_early_ratio_ends_after_a_window_each() {
     let config = ControllerConfig { windows_per_side: 3, ..quick_config() };
-    let (mut controller, mut t_us) = opened(config.clone());
+    // The first round ran nine windows, though its sides were 30% below the centre throughout.
+    let (mut controller, mut t_us) = past_the_first_round(config.clone());
     // Both sides 30% below the centre: the centre stays after three windows.
     assert_eq!(round(&mut controller, &mut t_us, 700, 1000, 700), Decision::Stay);
-    assert_eq!(controller.history().len(), 2);
-    // A side 30% above the centre and the other side wins after three windows (this round is
-    // mirrored: down, centre, up).
+    assert_eq!(controller.history().len(), 3);
+    // A side 30% above the centre and the other side wins after three windows.
     assert_eq!(round(&mut controller, &mut t_us, 1300, 1000, 900), Decision::Larger);
     // At a bound the clamped side stands for the centre: the inward side alone decides.
     let bounded = ControllerConfig { batch_size_min: 40, ..config.clone() };
-    let (mut controller, mut t_us) = opened(bounded);
+    let (mut controller, mut t_us) = past_the_first_round(bounded);
     assert_eq!(round(&mut controller, &mut t_us, 700, 1000, 1000), Decision::Stay);
     assert_eq!(controller.centre_size(), 40);
     // Arms within the ratio of each other need the whole round: after the first three windows
     // (and after six) it is still measuring, and the ninth decides (a slope: up wins).
-    let (mut controller, mut t_us) = opened(config.clone());
+    let (mut controller, mut t_us) = past_the_first_round(config.clone());
     for window in 0..9 {
         let goodput = match controller.batch_size().cmp(&controller.centre_size()) {
             Ordering::Greater => 1100,
@@ -665,4 +675,251 @@ fn with_a_spread_tolerance_the_search_still_converges_and_follows_a_moved_peak()
 #[test]
 fn with_a_spread_tolerance_a_drifting_level_does_not_steer_the_search_away() {
     converge_and_follow_with(&spread_config(), 0.05, 0.4, 0.7, 0.95, "with_a_spread_tolerance_a_drifting");
+}
+
+/// One window at `goodput_per_s` whose attempts commit at `commit_ratio`.
+fn feed_with_ratio(
+    controller: &mut AdaptiveBatchSize,
+    t_us: &mut u64,
+    goodput_per_s: f64,
+    commit_ratio: f64,
+) -> Decision {
+    *t_us += WINDOW_US;
+    let committed = (goodput_per_s * WINDOW_US as f64 / 1e6).round() as u64;
+    let aborted = (committed as f64 * (1.0 - commit_ratio) / commit_ratio).round() as u64;
+    controller.observe(WindowObservation { now_us: *t_us, committed, aborted, latency_us: 1000 })
+}
+
+/// One round of `windows_per_side == 1` where each arm measures `(goodput, commit ratio)`:
+/// `up`, `centre` or `down` by the size of its window, as in [`round`].
+fn ratio_round(controller: &mut AdaptiveBatchSize, t_us: &mut u64, arms: [(f64, f64); 3]) -> Decision {
+    let mut decision = Decision::Measuring;
+    for window in 0..3 {
+        assert_eq!(decision, Decision::Measuring, "the round ended after {window} windows");
+        let (goodput, ratio) = match controller.batch_size().cmp(&controller.centre_size()) {
+            Ordering::Greater => arms[0],
+            Ordering::Equal => arms[1],
+            Ordering::Less => arms[2],
+        };
+        decision = feed_with_ratio(controller, t_us, goodput, ratio);
+    }
+    decision
+}
+
+/// `quick_config` around 60 in `[8, 320]` with steps of 1.2 and the anchor on.
+fn anchored_config(drop: Option<f64>) -> ControllerConfig {
+    ControllerConfig {
+        batch_size_min: 8,
+        batch_size_initial: 60,
+        batch_size_max: 320,
+        step_ratio_initial: 1.2,
+        early_decision_ratio: None,
+        return_commit_ratio_drop: drop,
+        ..quick_config()
+    }
+}
+
+/// A sharp peak at 60 that commits 65% of its attempts, plateaus either side at 39%.
+const MESA: (f64, f64) = (1000.0, 0.65);
+const PLATEAU: (f64, f64) = (700.0, 0.39);
+
+#[test]
+fn a_bad_return_drop_is_refused() {
+    for drop in [0.0, 1.0, -0.1, f64::NAN, f64::INFINITY] {
+        let config = ControllerConfig { return_commit_ratio_drop: Some(drop), ..ControllerConfig::default() };
+        assert!(matches!(config.validate(), Err(ConfigError::ReturnDrop(_))), "{drop}");
+    }
+    assert_eq!(anchored_config(Some(0.1)).validate(), Ok(()));
+}
+
+#[test]
+fn a_search_that_walks_off_onto_a_plateau_of_worse_commit_ratios_returns_to_its_anchor() {
+    for drop in [None, Some(0.1)] {
+        let (mut controller, mut t_us) = opened(anchored_config(drop));
+        // The peak at the centre: kept, and the anchor.
+        assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+        assert_eq!(controller.centre_size(), 60);
+        // One noisy window puts the up side, on the plateau, far above the centre: it wins.
+        let decision = ratio_round(&mut controller, &mut t_us, [(1300.0, 0.39), MESA, PLATEAU]);
+        if drop.is_none() {
+            // On the plateau every arm ties, and the search stays off the peak.
+            assert_eq!(decision, Decision::Larger);
+            let off = controller.centre_size();
+            assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, PLATEAU, PLATEAU]), Decision::Stay);
+            assert_eq!(controller.centre_size(), off);
+            continue;
+        }
+        // With the anchor, the winner's commit ratio, 40% below the anchor's, sends the search
+        // back, and the next round measures 60 against 66, where it had gone.
+        assert_eq!((decision, controller.centre_size()), (Decision::Return, 60));
+        let mut sizes = Vec::new();
+        for _ in 0..3 {
+            sizes.push(controller.batch_size());
+            let (goodput, ratio) = if controller.batch_size() == 60 { MESA } else { PLATEAU };
+            feed_with_ratio(&mut controller, &mut t_us, goodput, ratio);
+        }
+        sizes.sort_unstable();
+        assert_eq!(
+            sizes,
+            [55, 60, 66],
+            "the challenge's arms: the centre where the search had gone, 66, and its mirror"
+        );
+        assert_eq!(controller.centre_size(), 60, "the anchor won its challenge");
+    }
+}
+
+#[test]
+fn a_tie_in_the_challenge_keeps_the_anchor() {
+    let (mut controller, mut t_us) = opened(anchored_config(Some(0.1)));
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+    // The upper plateau: attempts cheaper, so its goodput can match the peak's.
+    let upper = (1000.0, 0.39);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1300.0, 0.39), MESA, PLATEAU]), Decision::Return);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1020.0, 0.39), MESA, PLATEAU]), Decision::Stay);
+    assert_eq!(controller.centre_size(), 60);
+    // The anchor is still 60: the same walk-off returns again.
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [upper, MESA, PLATEAU]), Decision::Stay);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1300.0, 0.39), MESA, PLATEAU]), Decision::Return);
+}
+
+#[test]
+fn a_better_size_with_a_lower_commit_ratio_wins_its_challenge_and_becomes_the_anchor() {
+    let (mut controller, mut t_us) = opened(anchored_config(Some(0.1)));
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+    // Larger batches commit a smaller share of their attempts but clearly more of them (as at
+    // high skew, where reordering a larger batch saves more than it loses): the search returns
+    // once, and the larger size beats 60 side by side.
+    let better = (1300.0, 0.5);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [better, MESA, PLATEAU]), Decision::Return);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [better, MESA, PLATEAU]), Decision::Larger);
+    let moved = controller.centre_size();
+    assert_eq!(moved, 66);
+    // It is the anchor now: kept there, and a step further down the slope returns here.
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1000.0, 0.45), better, MESA]), Decision::Stay);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1400.0, 0.3), better, MESA]), Decision::Return);
+    assert_eq!(controller.centre_size(), moved);
+}
+
+#[test]
+fn the_anchor_does_not_creep_down_a_slope_a_few_points_at_a_time() {
+    let (mut controller, mut t_us) = opened(anchored_config(Some(0.1)));
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+    // A step up commits 6% less of its attempts: within the drop, so no return; and not within
+    // the tolerance, so the centre there does not become the anchor.
+    let slope = (1000.0, 0.61);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1100.0, 0.61), MESA, PLATEAU]), Decision::Larger);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(990.0, 0.57), slope, MESA]), Decision::Stay);
+    // The next step commits 12% less than the anchor, 60: back to 60, not to 72.
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(1100.0, 0.57), slope, MESA]), Decision::Return);
+    assert_eq!(controller.centre_size(), 60);
+}
+
+#[test]
+fn a_shift_of_the_level_forgets_the_anchor() {
+    let config = ControllerConfig { level_shift_ratio: Some(0.5), ..anchored_config(Some(0.1)) };
+    let (mut controller, mut t_us) = opened(config);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+    // The skew rose: every size commits a third as much and a smaller share of its attempts.
+    // That is a shift of the level, not a walk-off: no return.
+    let higher_skew = (300.0, 0.2);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(250.0, 0.2), higher_skew, (250.0, 0.2)]), Decision::Stay);
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(250.0, 0.2), higher_skew, (400.0, 0.15)]), Decision::Smaller);
+    let moved = controller.centre_size();
+    assert_eq!(ratio_round(&mut controller, &mut t_us, [(300.0, 0.2), (400.0, 0.15), (300.0, 0.2)]), Decision::Stay);
+    assert_eq!(controller.centre_size(), moved);
+}
+
+#[test]
+fn at_the_anchors_size_the_anchor_takes_the_rounds_commit_ratio() {
+    for refreshed in [false, true] {
+        let (mut controller, mut t_us) = opened(anchored_config(Some(0.1)));
+        assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, MESA, PLATEAU]), Decision::Stay);
+        if refreshed {
+            // The peak now commits 62% of its attempts.
+            assert_eq!(ratio_round(&mut controller, &mut t_us, [PLATEAU, (1000.0, 0.62), PLATEAU]), Decision::Stay);
+        }
+        // A winning side 9% below 0.62, 13% below 0.65.
+        let decision = ratio_round(&mut controller, &mut t_us, [(1200.0, 0.565), MESA, PLATEAU]);
+        assert_eq!(decision, if refreshed { Decision::Larger } else { Decision::Return });
+    }
+}
+
+/// The pipeline's landscape at 100 live transactions and θ = 0.8, as BENCHMARKS.md measured
+/// it: a mesa of sizes 55-69 that commit 65% of their attempts, a plateau below 50 and one
+/// above 80 that commit 39% (the lower at 0.7x the mesa's goodput, the upper, whose attempts
+/// are cheaper, at 0.9x), and straight slopes between.
+fn mesa(size: u32) -> (f64, f64) {
+    let s = f64::from(size);
+    let between = |from: f64, to: f64, a: f64, b: f64| a + (b - a) * ((s - from) / (to - from)).clamp(0.0, 1.0);
+    if s < 55.0 {
+        (between(50.0, 55.0, 700.0, 1000.0), between(50.0, 55.0, 0.39, 0.65))
+    } else if s <= 69.0 {
+        (1000.0, 0.65)
+    } else {
+        (between(69.0, 80.0, 1000.0, 900.0), between(69.0, 80.0, 0.65, 0.39))
+    }
+}
+
+/// Over `windows` windows after the first 60 of a search from 50, with ±`noise` uniform noise
+/// per window and one window in `stall_every` (on average) stalled to a tenth of its goodput:
+/// the share of windows run on the mesa, and the mean goodput of the sizes run, as a share of
+/// the mesa's.
+fn on_the_mesa(config: &ControllerConfig, seed: u64, noise: f64, stall_every: u32, windows: usize) -> (f64, f64) {
+    let (mut controller, mut t_us) = opened(config.clone());
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (mut on, mut sum) = (0_u32, 0.0);
+    for window in 0..windows {
+        let size = controller.batch_size();
+        let (goodput, ratio) = mesa(size);
+        if window >= 60 {
+            on += u32::from((55..=69).contains(&size));
+            sum += goodput / 1000.0;
+        }
+        let stall = if rng.random_range(0..stall_every) == 0 { 0.1 } else { 1.0 };
+        let measured = goodput * stall * (1.0 + rng.random_range(-noise..=noise));
+        feed_with_ratio(&mut controller, &mut t_us, measured, ratio);
+    }
+    let counted = (windows - 60) as f64;
+    (f64::from(on) / counted, sum / counted)
+}
+
+#[test]
+fn on_a_mesa_between_plateaus_the_anchor_keeps_the_search_on_the_mesa() {
+    let pipeline = |drop| ControllerConfig {
+        batch_size_min: 8,
+        batch_size_initial: 50,
+        batch_size_max: 100,
+        step_ratio_initial: 1.2,
+        return_commit_ratio_drop: drop,
+        ..ControllerConfig::default()
+    };
+    // ±20% per window and a stall one window in thirty: the search without the anchor spends
+    // 0.63 of its windows on the mesa over the 20 seeds (0.47 on the worst), at 0.966 of the
+    // mesa's goodput (0.949); with it, 0.70 (0.61) at 0.971 (0.963).
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for seed in seeds() {
+        without.push(on_the_mesa(&pipeline(None), seed, 0.2, 30, 600));
+        let (on, goodput) = on_the_mesa(&pipeline(Some(0.1)), seed, 0.2, 30, 600);
+        assert!(
+            on >= 0.55 && goodput >= 0.96,
+            "seed {seed}: {on:.2} of windows on the mesa, at {goodput:.3} of its goodput; replay: ORDO_BATCHING_SEED={seed} cargo test -p ordo-batching on_a_mesa_between_plateaus"
+        );
+        with.push((on, goodput));
+    }
+    if seeds().len() > 1 {
+        let mean = |v: &[(f64, f64)]| v.iter().map(|&(_, goodput)| goodput).sum::<f64>() / v.len() as f64;
+        let worst = |v: &[(f64, f64)]| v.iter().map(|&(_, goodput)| goodput).fold(1.0, f64::min);
+        assert!(
+            mean(&with) > mean(&without),
+            "mean goodput {:.3} with the anchor, {:.3} without",
+            mean(&with),
+            mean(&without)
+        );
+        assert!(
+            worst(&with) >= worst(&without) + 0.01,
+            "worst seed's goodput {:.3} with the anchor, {:.3} without",
+            worst(&with),
+            worst(&without)
+        );
+    }
 }

@@ -258,7 +258,10 @@ impl Default for Tuning {
             window_commits_min: 2_000,
             window_us_max: 1_000_000,
             // The initial 40 is used only without `batch_initial_from_concurrency`.
-            batch: ControllerConfig::with_bounds(8, 40, 320),
+            batch: ControllerConfig {
+                return_commit_ratio_drop: Some(0.1),
+                ..ControllerConfig::with_bounds(8, 40, 320)
+            },
             batch_initial_from_concurrency: true,
             flush: ControllerConfig::with_bounds(16, 256, 2048),
             history_len_max: 256,

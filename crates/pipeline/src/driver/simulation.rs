@@ -43,7 +43,7 @@ use crate::assembly::build;
 use crate::client::Counters;
 use crate::component::Context;
 use crate::config::{ConfigError, PipelineConfig};
-use crate::driver::tuning::WindowTuner;
+use crate::driver::tuning::{WindowTuner, starting_sizes};
 use crate::message::{Address, CommitRecord, Envelope, Message, Ts};
 use crate::node::Node;
 
@@ -146,6 +146,10 @@ pub fn simulate(
     let counters = Arc::new(Counters::new(config.clients));
     let mut nodes = build(config, workload, simulation.seed, &counters, false)?;
     let mut tuner = WindowTuner::new(config, false)?;
+    let sizes = starting_sizes(config, tuner.as_ref());
+    for (_, node) in &mut nodes {
+        node.resize(&sizes);
+    }
     if let Some(tuner) = &mut tuner {
         tuner.observe(0, counters.tally());
     }

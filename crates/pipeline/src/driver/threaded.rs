@@ -37,7 +37,7 @@ use crate::assembly::build;
 use crate::client::Counters;
 use crate::component::Context;
 use crate::config::{ConfigError, PipelineConfig};
-use crate::driver::tuning::{Sizes, WindowTuner};
+use crate::driver::tuning::{Sizes, WindowTuner, starting_sizes};
 use crate::message::{Address, CommitRecord, Envelope, Message, Ts};
 use crate::node::Node;
 
@@ -409,7 +409,7 @@ pub fn run_threaded(
         barrier: Barrier::new(threads),
         sizes: LiveSizes::default(),
     });
-    shared.sizes.publish(Sizes::initial(config));
+    shared.sizes.publish(starting_sizes(config, tuner.as_ref()));
     let channels: Vec<Channel> = (0..threads).map(|_| unbounded()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
     let unparkers: Vec<Unparker> = parkers.iter().map(|p| p.unparker().clone()).collect();
