@@ -108,14 +108,13 @@ impl WindowTuner {
     }
 
     /// At `now_us`, with the clients' totals `tally`: closes the window if it is long enough
-    /// and holds enough commits (the first call only opens one), otherwise looks again one
-    /// `window_us` later. Returns whether a size changed.
+    /// and holds enough commits, otherwise looks again one `window_us` later. Returns whether a
+    /// size changed.
     ///
-    /// The run's first window (`window_us` from the first call) is not shown to the tuner: it
-    /// measures the engine filling up (every client starts a transaction at once), not the
-    /// size it runs, and with early decisions it would be all that the first round's first
-    /// side is scored by. The tuner's first observation comes at its end, and opens the tuner's
-    /// first window.
+    /// The first call starts the run's first window, which the tuner does not see: it lasts
+    /// `window_us` and measures the engine filling up (every client starts a transaction at
+    /// once) more than the size it runs. The second call, at its end, opens the tuner's first
+    /// window.
     pub fn observe(&mut self, now_us: u64, tally: Tally) -> bool {
         match self.phase {
             Phase::Fresh => {
