@@ -809,7 +809,7 @@ fn the_anchor_does_not_creep_down_a_slope_a_few_points_at_a_time() {
     let slope = (1000.0, 0.61);
     assert_eq!(ratio_round(&mut controller, &mut t_us, [(1100.0, 0.61), MESA, PLATEAU]), Decision::Larger);
     assert_eq!(ratio_round(&mut controller, &mut t_us, [(990.0, 0.57), slope, MESA]), Decision::Stay);
-    // The next step commits 12% less than the anchor, 60: back to 60, not to 72.
+    // The next step commits 12% less than the anchor, 60: back to 60, not to 66.
     assert_eq!(ratio_round(&mut controller, &mut t_us, [(1100.0, 0.57), slope, MESA]), Decision::Return);
     assert_eq!(controller.centre_size(), 60);
 }

@@ -239,7 +239,9 @@ pub struct Tuning {
     pub window_commits_min: u64,
     /// Longest measurement window.
     pub window_us_max: u64,
-    /// Storage and validator batches.
+    /// Storage and validator batches. Their search keeps an anchor
+    /// ([`ControllerConfig::return_commit_ratio_drop`], 10%): under optimistic concurrency
+    /// control a batch size's commit ratio tells a walk-off onto a plateau from a move.
     pub batch: ControllerConfig,
     /// Whether `auto` batches start at half the concurrency (the default), with a first step
     /// of at most [`BATCH_STEP_RATIO_FROM_CONCURRENCY`], rather than at

@@ -46,8 +46,9 @@ impl Sizes {
 /// ([`Sizes::initial`]: an `auto` knob's centre), but the tuner's first window measures a side
 /// of its first round; a run left at the centre would measure the centre in a window scored
 /// as that side, and with early decisions one window is all a side gets (at 100 live
-/// transactions and θ = 0.8 the first round then left the peak at 60 for 42, on the plateau
-/// below it, in about one run in five).
+/// transactions and θ = 0.7-0.8, the first round of a run built at the centre went to 42, on
+/// the plateau below the peak at 60, in 7 of 60 runs; BENCHMARKS.md, "The start of a search
+/// and the anchor").
 pub fn starting_sizes(config: &PipelineConfig, tuner: Option<&WindowTuner>) -> Sizes {
     tuner.map_or_else(|| Sizes::initial(config), WindowTuner::sizes)
 }
