@@ -96,22 +96,25 @@
 //! * A side is always at least one away from the rounded centre, so at small sizes a small
 //!   step still compares different sizes.
 //! * The anchor (optional, `return_commit_ratio_drop`; the pipeline engine's batches turn it
-//!   on at 10%): the search remembers the last centre a round kept, with the goodput and the
-//!   commit ratio (commits per attempt) its centre arm measured, and a round that leaves the
-//!   centre at a size whose commit ratio is more than the drop below the anchor's, for no more
-//!   goodput than the anchor's plus the tolerance, sends the centre back to the anchor. Under
-//!   optimistic concurrency control a size's commit ratio hardly moves from run to run while
-//!   its goodput moves with the host (fixed 60 at 100 live transactions and θ = 0.8 aborted
-//!   34.7-35.0% of its attempts over 40 runs whose throughput spread by ±20%), so it is the
-//!   signal that tells a walk-off from a move. The peak there is a mesa (55-69) between two
-//!   plateaus (about 61% aborts below it, 62% above), and on a plateau every size ties on
-//!   goodput, so a search that noise has carried onto one moves only on noise and can stay
-//!   there for seconds; with the anchor it comes back after one round. The first round sets
-//!   the anchor at its new centre; a later centre becomes the anchor if its commit ratio is
-//!   within the tolerance of the anchor's, or if a round kept it with goodput clearly above the
-//!   anchor's (so a larger batch that aborts more but commits more, as at θ = 0.9, takes over);
-//!   at the anchor's own size the anchor takes each round's figures (so it follows a host that
-//!   slows down); a shift of the level forgets it.
+//!   on at 10%): the search remembers a size and the commit ratio (commits per attempt)
+//!   measured there. Under optimistic concurrency control a size's commit ratio hardly moves
+//!   from run to run while its goodput moves with the host (fixed 60 at 100 live transactions
+//!   and θ = 0.8 aborted 34.7-35.0% of its attempts over 40 runs whose throughput spread by
+//!   ±20%), so it tells a walk-off from a move. The peak there is a mesa (55-69) between two
+//!   plateaus (about 61% aborts below it, 62% above); on a plateau every size ties on goodput,
+//!   so a search that noise has carried onto one moves only on noise and can stay there for
+//!   seconds. A round that leaves the centre at a size whose commit ratio is more than the drop
+//!   below the anchor's sends the centre back to the anchor, with the step set to the ratio
+//!   between the two sizes, so the next round, the *challenge*, measures the anchor against
+//!   where the search had gone, side by side in interleaved windows. In a challenge only the
+//!   plain test counts (the mirror side was never a candidate), so a tie keeps the anchor,
+//!   and a side that wins becomes the anchor whatever its commit ratio (a larger batch that
+//!   aborts more but commits more, as at θ = 0.9, takes over). Goodput is never compared
+//!   across rounds, which the host's drift would decide. The first round sets the anchor at
+//!   its new centre; at the anchor's own size the anchor takes each round's commit ratio;
+//!   elsewhere a new centre becomes the anchor only if its commit ratio is within the
+//!   tolerance of the anchor's, so the anchor cannot creep down the side of a peak; a shift of
+//!   the level forgets it.
 //! * Guards: a window whose abort ratio exceeds `abort_ratio_max` or whose latency exceeds
 //!   `latency_us_max` moves the centre down at once, whatever goodput says (both off by default:
 //!   aborted work already lowers goodput, and under optimistic concurrency control at high skew

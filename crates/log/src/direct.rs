@@ -3,10 +3,11 @@
 //!
 //! Why: a buffered `write` copies every byte of the log into freshly allocated page-cache
 //! pages, and on this 2-vCPU machine that copy is the logger's whole cost. Measured on ycsb
-//! with two workers (BENCHMARKS.md, "Durability"): the logger spent 57% of a core in the
-//! kernel copying ~500 MB/s into the page cache (tmpfs, so not waiting for the disk), fell
-//! behind the workers, and commits waited 80-190 ms for their epochs. With direct I/O the
-//! copy is the device's DMA from a buffer that stays mapped.
+//! with two workers (BENCHMARKS.md, "Durability"): with the log on tmpfs, so not waiting for
+//! any disk, the logger spent 1.14 s of system time in 2 s (57% of a core) copying the log
+//! into freshly allocated page-cache pages, fell behind the workers, and commits waited a
+//! median 80-128 ms for their epochs. With direct I/O the copy is the device's DMA from a
+//! buffer that stays mapped.
 //!
 //! Direct I/O needs the buffer address, the length and the file offset all aligned to the
 //! device's block, so a flush that ends mid-block is written padded with zeros, and the next

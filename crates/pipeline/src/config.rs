@@ -163,8 +163,10 @@ impl Role {
 /// `,`. Instances of a role are dealt round-robin over the threads that list it. The default,
 /// `processor,storage;client,validator,reorder`, is the paper's deployment on two cores: it
 /// keeps reads local to the processor's thread (the chattiest traffic) and balances the cores
-/// by moving transaction generation to the validator's side. It is the best of the two-thread
-/// splits measured, but [`PLACEMENT_ONE_THREAD`] is faster still (BENCHMARKS.md).
+/// by moving transaction generation to the validator's side. [`PLACEMENT_ONE_THREAD`] is
+/// faster than it and than every other two-thread split measured (BENCHMARKS.md, "Modes on
+/// both deployments"), and the default stays the paper's deployment, whose cross-core
+/// messages are what its batching saves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     pub threads: Vec<Vec<Role>>,
@@ -372,8 +374,9 @@ impl PipelineConfig {
     /// two batches take turns: one is validated while the other's transactions read and
     /// execute. Measured on the reference machine (BENCHMARKS.md, "Adaptive batch sizes"), the
     /// best fixed size of srvc was 150 at every skew with 300 live transactions and 60 with 100
-    /// (from θ = 0.7; 60 and 150 tied below), and sizes past half fill one batch and leave the
-    /// next one short (80 of 100 ran at 0.63-0.97x of 60).
+    /// (from θ = 0.7 on both hosts, at every skew on one), and sizes past about two thirds fill
+    /// one batch and leave the next one short (at θ = 0.8, 80 of 100 aborted 64% of its
+    /// attempts against 60's 35%).
     pub fn initial_validator_batch_size(&self) -> usize {
         self.validator_batch_size.or(self.batch_controller(self.concurrency).batch_size_initial) as usize
     }

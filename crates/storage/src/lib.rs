@@ -59,7 +59,7 @@
 //! The other is [`prefetch`], the prefetch instruction behind [`Records::prefetch`] and
 //! [`OrderedIndex::prefetch`], which walks the descents of a group of keys side by side so
 //! that their cache misses overlap. Engines call it with the keys a transaction's step will
-//! read: on 10M ycsb records, Silo on one thread ran 62-64K transactions per second without it
+//! read: on 10M ycsb records, Silo on one thread ran 63K transactions per second without it
 //! and 89-113K with it (BENCHMARKS.md, "The index's cost: huge pages and group
 //! prefetching").
 

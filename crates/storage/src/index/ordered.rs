@@ -82,7 +82,7 @@
 //! instead of sixteen: with sixteen descents a level, asking for whole nodes filled the core's
 //! queue of outstanding misses, and each prefetch then waited for a free entry (in `perf`, the
 //! instructions after the pass's prefetches held most of its samples; ten lines instead of sixteen
-//! ran the ycsb tree cells 1.01-1.47x faster, in 27 of 28 protocol cells, BENCHMARKS.md, "The
+//! ran every ycsb tree cell but one 1.01-1.47x faster by medians, BENCHMARKS.md, "The
 //! prefetch pass asks for the lines a search reads"). Each leaf entry it reports was validated as a
 //! lookup's is, so a caller under an epoch pin can read the record it names instead of descending
 //! again; a key the pass could not settle is not reported.
