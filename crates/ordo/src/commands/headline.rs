@@ -84,11 +84,8 @@ fn trip_notes(
         "Cross-core round trip of a cache line, measured before each run: median {all:.0} ns, {shortest:.0}-{longest:.0} ns."
     )];
     // Two-thread runs that followed a trip over twice the near placement's: the host had the
-    // two virtual CPUs far apart. The near placement's trip is the lower quartile of all the
-    // trips, not the shortest, which one lucky sample can put at half the usual (a run whose
-    // trips were 29-322 ns with a median of 69 flagged all its runs against the shortest).
-    // Compare each far run with the median of its point's other runs.
-    let near_trip = sorted[sorted.len() / 4];
+    // two virtual CPUs far apart. Compare each with the median of its point's other runs.
+    let near_trip = near_trip_ns(&sorted);
     let two_threads = |point: usize| infos[point].run.config.placement.threads.len() > 1;
     let far = |trip: &Duration| nanos(trip) > 2.0 * near_trip;
     let measured: Vec<_> = trips.iter().filter(|(point, _, _)| two_threads(*point)).collect();
@@ -121,6 +118,14 @@ fn trip_notes(
         measured.len()
     ));
     notes
+}
+
+/// The round trip of the near placement of the virtual CPUs, from all the trips measured
+/// (sorted, not empty): their lower quartile, not the shortest, which one lucky sample can put
+/// at half the usual (a run whose trips were 29-322 ns with a median of 69 flagged all its
+/// two-thread runs as far against the shortest).
+fn near_trip_ns(sorted_ns: &[f64]) -> f64 {
+    sorted_ns[sorted_ns.len() / 4]
 }
 
 /// The sweep behind the table: base and srvc at every θ on both deployments, validated.
@@ -257,4 +262,22 @@ pub fn run(args: &HeadlineArgs) -> Result<()> {
         println!("{note}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::near_trip_ns;
+
+    #[test]
+    fn one_low_trip_does_not_make_every_run_far() {
+        // One lucky 29 ns sample among trips of 60-80 ns, and two far spells at 300 ns.
+        let mut trips = vec![29.0, 300.0, 310.0];
+        trips.extend((0..21).map(|i| 60.0 + f64::from(i)));
+        trips.sort_by(f64::total_cmp);
+        let near = near_trip_ns(&trips);
+        let far: Vec<f64> = trips.iter().copied().filter(|&trip| trip > 2.0 * near).collect();
+        assert_eq!(far, [300.0, 310.0], "near trip {near} ns");
+        // Against the shortest, every trip above 58 ns would have counted as far.
+        assert_eq!(trips.iter().filter(|&&trip| trip > 2.0 * trips[0]).count(), 23);
+    }
 }
