@@ -61,12 +61,16 @@ pub const GROUP_MAX_DEFAULT: usize = 64;
 pub const DEADLOCK_TIMEOUT_MS_DEFAULT: u64 = 20;
 /// The largest group accepted.
 pub const GROUP_MAX_LIMIT: usize = 1000;
-/// Transactions per batch, where an `auto` batch size starts and the top of its search (the
-/// closed-loop clients of an `auto` batch are twice this). In grids of fixed batch and group
-/// sizes, batches of 100 (groups of 64) were the best fixed cell at 32 connections and 0-11%
-/// below the best at 4 and 16, where batches of 50 fell up to 21% behind at 32 (BENCHMARKS.md,
-/// "`auto` batch and group sizes against fixed ones").
+/// Transactions per batch, the top of an `auto` batch size's search and where it starts from 16
+/// connections up (the closed-loop clients of an `auto` batch are twice this). In grids of
+/// fixed batch and group sizes, batches of 100 (groups of 64) were the best fixed cell at 32
+/// connections and 0-11% below the best at 4 and 16, where batches of 50 fell up to 21% behind
+/// at 32 (BENCHMARKS.md, "`auto` batch and group sizes against fixed ones").
 pub const BATCH_SIZE_DEFAULT: usize = 100;
+/// Where an `auto` batch starts on one connection; on `C` connections it starts at this times
+/// the square root of `C`, up to [`BATCH_SIZE_DEFAULT`] (see
+/// [`TierTuning::batch_initial_from_connections`]).
+pub const BATCH_INITIAL_ONE_CONNECTION: f64 = 25.0;
 /// Rolling dispatch: the longest a partial batch waits for more transactions (µs).
 pub const BATCH_WAIT_US_DEFAULT: u64 = 1000;
 /// Connections.
@@ -146,6 +150,16 @@ pub struct TierTuning {
     /// The batch size's search (its maximum is clamped to the closed-loop clients, who are all
     /// a batch can hold).
     pub batch: ControllerConfig,
+    /// Whether an `auto` batch starts at [`BATCH_INITIAL_ONE_CONNECTION`] times the square root
+    /// of the connections (the default), within `batch`'s bounds, rather than at
+    /// `batch.batch_size_initial`. A batch's queues run on the connections at once, so more
+    /// connections can use larger batches, and the best fixed batch measured grew more slowly
+    /// than the connections: 25-50 at 4 connections (the AMD and Intel hosts), 50-100 at 16,
+    /// 100 at 32. A search that starts within a step of that best stays there, since the
+    /// server's windows are too noisy to show the few percent between neighbouring sizes
+    /// ("`auto` batch and group sizes against fixed ones" in BENCHMARKS.md: started at 100, the
+    /// search at 4 connections kept batches of 67-100 and ran at 0.967x batches of 50).
+    pub batch_initial_from_connections: bool,
     /// The group size's search.
     pub group: ControllerConfig,
     /// Most entries of the recorded size history.
@@ -163,6 +177,7 @@ impl Default for TierTuning {
                 BATCH_SIZE_DEFAULT as u32,
                 BATCH_SIZE_DEFAULT as u32,
             )),
+            batch_initial_from_connections: true,
             group: noisy_windows(ControllerConfig::with_bounds(1, GROUP_MAX_DEFAULT as u32, 128)),
             history_len_max: 256,
         }
@@ -198,7 +213,7 @@ named!(Dispatch { Barrier => "barrier", Rolling => "rolling" });
 impl TierConfig {
     /// The tier's defaults on `session`: reorder over 16 connections, rolling dispatch with
     /// affinity, placement by conflict components, `auto` batch and group sizes (starting at
-    /// batches of 100 and groups of 64).
+    /// batches of 100 on 16 connections, fewer on fewer, and groups of 64).
     pub fn new(session: SessionConfig) -> Self {
         TierConfig {
             session,
@@ -297,7 +312,8 @@ impl TierConfig {
     }
 
     /// Closed-loop clients of the rolling tier: `clients`, or twice the batch size (for an
-    /// `auto` batch size, twice where it starts; the search never exceeds them).
+    /// `auto` batch size, twice `tuning.batch.batch_size_initial`, the top of the default
+    /// search, whatever the connections; the search never exceeds them).
     pub fn effective_clients(&self) -> usize {
         self.clients.unwrap_or_else(|| 2 * self.batch_size.or(self.tuning.batch.batch_size_initial) as usize)
     }
@@ -312,9 +328,15 @@ impl TierConfig {
         let bounds = &self.tuning.batch;
         let fillable = u32::try_from(self.effective_clients()).unwrap_or(u32::MAX);
         let max = fillable.clamp(bounds.batch_size_min, bounds.batch_size_max);
+        let initial = if self.tuning.batch_initial_from_connections {
+            // At most CONNECTIONS_MAX connections: the product is below 800 and exact enough.
+            (BATCH_INITIAL_ONE_CONNECTION * (self.connections as f64).sqrt()).round() as u32
+        } else {
+            bounds.batch_size_initial
+        };
         ControllerConfig {
             batch_size_max: max,
-            batch_size_initial: bounds.batch_size_initial.min(max),
+            batch_size_initial: initial.clamp(bounds.batch_size_min, max),
             ..bounds.clone()
         }
     }

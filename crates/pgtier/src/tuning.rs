@@ -172,6 +172,27 @@ mod tests {
     }
 
     #[test]
+    fn an_auto_batch_starts_with_the_square_root_of_the_connections() {
+        let start = |connections: usize, from_connections: bool| {
+            let mut config = TierConfig { connections, ..config() };
+            config.tuning.batch_initial_from_connections = from_connections;
+            (config.initial_batch_size(), config.effective_clients())
+        };
+        assert_eq!(start(1, true), (25, 200));
+        assert_eq!(start(2, true), (35, 200));
+        assert_eq!(start(4, true), (50, 200), "the best fixed batch measured at 4 connections");
+        assert_eq!(start(9, true), (75, 200));
+        assert_eq!(start(16, true), (100, 200), "the top of the search from 16 connections up");
+        assert_eq!(start(1000, true), (100, 200));
+        assert_eq!(start(4, false), (100, 200), "off: the search's own initial size");
+        let mut narrow = TierConfig { connections: 1, ..config() };
+        narrow.tuning.batch.batch_size_min = 40;
+        assert_eq!(narrow.initial_batch_size(), 40, "within the search's bounds");
+        let fixed = TierConfig { connections: 4, batch_size: BatchSize::fixed(30).unwrap(), ..config() };
+        assert_eq!((fixed.initial_batch_size(), fixed.effective_clients()), (30, 60), "a fixed size is kept");
+    }
+
+    #[test]
     fn windows_wait_for_enough_commits_and_set_the_sizes() {
         let config = config();
         let mut tuner = TierTuner::new(&config).unwrap().expect("auto by default");
