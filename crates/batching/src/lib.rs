@@ -92,7 +92,11 @@
 //!   20 seeds), and it still converges on, and follows, the peaked plants below. A factor of
 //!   2 kept the flat search as well but lost a moved peak under a drifting level. The tie
 //!   rule at a bound keeps the fixed tolerance: a wider tie would move the centre off a
-//!   bound on noise more often, not less.
+//!   bound on noise more often, not less. The other side of keeping still: where the windows
+//!   cannot show the few percent between neighbouring sizes, a search stays within a step of
+//!   where it starts, so the start must be where the best fixed size was measured. The tier
+//!   starts its batch from the connection count (at 4 connections, from 100 it settled at
+//!   67-100 and ran 0.954x the best fixed batch, 50; from 50 it stayed there, at 0.994x).
 //! * A side is always at least one away from the rounded centre, so at small sizes a small
 //!   step still compares different sizes.
 //! * The anchor (optional, `return_commit_ratio_drop`; the pipeline engine's batches turn it

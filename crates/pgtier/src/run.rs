@@ -157,8 +157,9 @@ pub struct TierTuning {
     /// than the connections: 25-50 at 4 connections (the AMD and Intel hosts), 50-100 at 16,
     /// 100 at 32. A search that starts within a step of that best stays there, since the
     /// server's windows are too noisy to show the few percent between neighbouring sizes
-    /// ("`auto` batch and group sizes against fixed ones" in BENCHMARKS.md: started at 100, the
-    /// search at 4 connections kept batches of 67-100 and ran at 0.967x batches of 50).
+    /// ("`auto` batch and group sizes against fixed ones" in BENCHMARKS.md: at 4 connections,
+    /// started at 100 the search kept batches of 67-100 and ran at 0.954-0.967x fixed batches
+    /// of 50 per round; started at 50 it kept 50 and ran at 0.994x).
     pub batch_initial_from_connections: bool,
     /// The group size's search.
     pub group: ControllerConfig,
