@@ -119,12 +119,13 @@ fn start_bench_status_stop() {
         assert_eq!(record["config"]["isolation"], "serializable");
         assert!(record["commits"].as_f64().unwrap() > 0.0);
         // The group size is recorded: nobatch never groups, reorder's is auto by default, and
-        // the sizes its controller chose are in the result, starting at batches of 100, groups of 64.
+        // the sizes its controller chose are in the result, starting at batches of 35 (25 times
+        // the square root of the 2 connections), groups of 64.
         let group = if record["mode"] == "nobatch" { Value::from(1) } else { Value::from("auto") };
         assert_eq!(record["config"]["group"], group, "results state the group size");
         if record["mode"] == "reorder" {
             assert_eq!(record["config"]["batch_size"], "auto");
-            assert_eq!(record["batch_sizes"][0]["batch"], 100);
+            assert_eq!(record["batch_sizes"][0]["batch"], 35);
             assert_eq!(record["batch_sizes"][0]["group"], 64);
         } else {
             assert!(record.get("batch_sizes").is_none(), "nobatch has nothing to tune");
