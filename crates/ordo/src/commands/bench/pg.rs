@@ -57,7 +57,8 @@ pub struct PgArgs {
     #[arg(long, value_enum, default_value = "serializable")]
     pub isolation: Isolation,
     /// Transactions per middle-tier batch (batch, reorder): auto (chosen while the tier runs,
-    /// starting at 100, searched between 8 and 100) or a number, 1..=100000; a list sweeps.
+    /// starting at 25 times the square root of the connections, searched between 8 and 100) or
+    /// a number, 1..=100000; a list sweeps.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub pg_batch: Vec<BatchSize>,
     /// Requests in flight per connection in batch and reorder modes, 1..=1024 (1: no
