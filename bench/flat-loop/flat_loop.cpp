@@ -1,10 +1,10 @@
 // flat_loop: YCSB transactions in a tight C++ loop over a flat array of records, with no-wait
-// two-phase locking or Silo-style OCC. It is the yardstick for the threads engine's
+// or wait-die two-phase locking, Silo-style OCC, or TicToc. It is the yardstick for the threads engine's
 // `--index array` (issue 14: "no protocol slower than a tight flat-array C++ loop"), written
 // for ordo and built by hand, outside ordo's build:
 //
 //   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
-//   /tmp/flat_loop --protocol no_wait --records 10000000 --ops 16 --read-ratio 0.5
+//   /tmp/flat_loop --protocol no_wait|wait_die|silo|tictoc --records 10000000 --ops 16 --read-ratio 0.5
 //       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead] [--huge]
 //
 // It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
@@ -27,12 +27,23 @@
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
 //            an exclusive one, at the access; a busy lock aborts; writes are buffered and
 //            installed before the locks are released.
+//   wait_die: meta = [ writer:1 | readers:15 | oldest holder's timestamp:48 ], as ordo's 2PL;
+//            a busy lock makes an older requester wait (spin) and a younger one abort; a
+//            transaction keeps its timestamp across retries (timestamps come from a shared
+//            counter in blocks of 64 per thread, as ordo's do).
 //   silo:    meta = [ lock:1 | tid:63 ]; a read copies the record between two loads of an
 //            unlocked, unchanged meta word; commit locks the write set in key order, checks
 //            every read's meta word is unchanged (and unlocked unless locked by itself), then
 //            installs each write and publishes tid = max(seen) + 1 (no epochs, no log).
+//   tictoc:  meta = [ lock:1 | delta:15 | wts:48 ] (rts = wts + delta), as ordo's; reads as
+//            silo's; commit locks the write set in key order, takes commit_ts = max(rts + 1
+//            of each write, wts of each read), checks each read whose rts is below commit_ts
+//            (wts unchanged, not locked by another) and extends its rts by compare-and-swap,
+//            then installs each write with wts = rts = commit_ts.
 //
-// Output: one line of key=value pairs (commits/s, abort rate, commits, aborts).
+// Output: one line of key=value pairs (commits/s, abort rate, commits, aborts, and check=ok
+// when every record's value is its key plus its sequence number and the increments add up to
+// the read-modify-writes committed; check=FAILED exits with 1).
 
 #include <algorithm>
 #include <cerrno>
@@ -54,7 +65,20 @@ namespace {
 
 constexpr int kPayloadWords = 13;  // 100 bytes rounded up to words
 constexpr int kOpsMax = 64;
-constexpr uint64_t kWriter = uint64_t{1} << 63;  // no_wait: exclusive holder; silo: lock bit
+constexpr uint64_t kWriter = uint64_t{1} << 63;  // 2PL: exclusive holder; silo, tictoc: lock bit
+// wait_die's word: readers count and the oldest holder's timestamp.
+constexpr int kReaderShift = 48;
+constexpr uint64_t kReaderOne = uint64_t{1} << kReaderShift;
+constexpr uint64_t kReadersMax = (uint64_t{1} << 15) - 1;
+constexpr uint64_t kTsMask = kReaderOne - 1;
+constexpr uint64_t kFree = kTsMask;  // wait_die: no holders
+// tictoc's word: rts - wts in the delta field.
+constexpr int kDeltaShift = 48;
+constexpr uint64_t kDeltaMax = (uint64_t{1} << 15) - 1;
+constexpr uint64_t kWtsMask = (uint64_t{1} << kDeltaShift) - 1;
+inline uint64_t wts(uint64_t word) { return word & kWtsMask; }
+inline uint64_t rts(uint64_t word) { return wts(word) + ((word >> kDeltaShift) & kDeltaMax); }
+inline uint64_t pack(uint64_t w, uint64_t r) { return ((r - w) << kDeltaShift) | w; }
 
 struct alignas(64) Record {
   std::atomic<uint64_t> meta;
@@ -133,13 +157,32 @@ struct Txn {
 struct alignas(64) Counters {
   std::atomic<uint64_t> commits{0};
   std::atomic<uint64_t> aborts{0};
+  uint64_t written = 0;  // read-modify-writes committed, set when the worker stops
 };
 
 std::atomic<bool> stop{false};
+std::atomic<uint64_t> timestamps{1};  // wait_die: handed out in blocks of 64
+
+enum class Protocol { kNoWait, kWaitDie, kSilo, kTicToc };
 
 class Worker {
  public:
-  Worker(Record* table, const Options& options) : table_(table), options_(options) {}
+  Worker(Record* table, const Options& options) : table_(table), options_(options) {
+    protocol_ = options.protocol == "silo"       ? Protocol::kSilo
+                : options.protocol == "tictoc"   ? Protocol::kTicToc
+                : options.protocol == "wait_die" ? Protocol::kWaitDie
+                                                 : Protocol::kNoWait;
+  }
+
+  // A new transaction (not a retry): wait_die takes its timestamp here.
+  void fresh() {
+    if (options_.protocol != "wait_die") return;
+    if (ts_next_ == ts_end_) {
+      ts_next_ = timestamps.fetch_add(64, std::memory_order_relaxed);
+      ts_end_ = ts_next_ + 64;
+    }
+    ts_ = ts_next_++ & kTsMask;
+  }
 
   bool run(const Txn& txn) {
     if (options_.prefetch) {
@@ -149,7 +192,13 @@ class Worker {
         __builtin_prefetch(line + 64);
       }
     }
-    return options_.protocol == "silo" ? silo(txn) : no_wait(txn);
+    switch (protocol_) {
+      case Protocol::kNoWait: return no_wait(txn);
+      case Protocol::kWaitDie: return wait_die(txn);
+      case Protocol::kSilo: return silo(txn);
+      case Protocol::kTicToc: return tictoc(txn);
+    }
+    return false;
   }
 
  private:
@@ -280,8 +329,131 @@ class Worker {
     return true;
   }
 
+  // The word after this transaction takes the lock whose word is `word`, or 0 if it cannot now.
+  uint64_t granted(uint64_t word, bool exclusive) const {
+    bool no_holders = (word & ~kTsMask) == 0;
+    if (exclusive) return no_holders ? (kWriter | ts_) : 0;
+    if ((word & kWriter) || ((word >> kReaderShift) & kReadersMax) == kReadersMax) return 0;
+    uint64_t oldest = no_holders ? ts_ : std::min(word & kTsMask, ts_);
+    return ((word + kReaderOne) & ~kTsMask) | oldest;
+  }
+
+  bool wait_die(const Txn& txn) {
+    int held = 0;
+    bool ok = true;
+    uint64_t values[kOpsMax];
+    for (int i = 0; i < options_.ops && ok; ++i) {
+      request_next(txn, i);
+      Record& r = table_[txn.keys[i]];
+      bool exclusive = (txn.writes >> i) & 1;
+      for (;;) {
+        uint64_t word = r.meta.load(std::memory_order_relaxed);
+        uint64_t next = granted(word, exclusive);
+        if (next != 0) {
+          if (r.meta.compare_exchange_weak(word, next, std::memory_order_acquire)) break;
+          continue;
+        }
+        if (ts_ < (word & kTsMask)) { __builtin_ia32_pause(); continue; }  // older: wait
+        ok = false;  // younger: die
+        break;
+      }
+      if (!ok) break;
+      ++held;
+      uint64_t seq;
+      copy_out(r, &values[i], &seq);
+      seqs_[i] = seq;
+    }
+    if (ok) {
+      for (int i = 0; i < held; ++i) {
+        if ((txn.writes >> i) & 1) install(table_[txn.keys[i]], values[i] + 1, seqs_[i] + 1);
+      }
+    }
+    for (int i = 0; i < held; ++i) {
+      Record& r = table_[txn.keys[i]];
+      if ((txn.writes >> i) & 1) r.meta.store(kFree, std::memory_order_release);
+      else r.meta.fetch_sub(kReaderOne, std::memory_order_release);
+    }
+    return ok;
+  }
+
+  bool tictoc(const Txn& txn) {
+    int reads = 0;
+    int writes = 0;
+    for (int i = 0; i < options_.ops; ++i) {
+      request_next(txn, i);
+      Record& r = table_[txn.keys[i]];
+      uint64_t before, value, seq;
+      for (;;) {
+        before = r.meta.load(std::memory_order_acquire);
+        if (before & kWriter) { __builtin_ia32_pause(); continue; }
+        copy_out(r, &value, &seq);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (r.meta.load(std::memory_order_relaxed) == before) break;
+      }
+      bool writes_it = (txn.writes >> i) & 1;
+      read_keys_[reads] = txn.keys[i];
+      read_mine_[reads] = writes_it;
+      read_tids_[reads++] = before;
+      if (writes_it) {
+        write_keys_[writes] = txn.keys[i];
+        write_values_[writes] = value + 1;
+        write_seqs_[writes++] = seq + 1;
+      }
+    }
+    int order[kOpsMax];
+    for (int w = 0; w < writes; ++w) order[w] = w;
+    std::sort(order, order + writes, [&](int a, int b) { return write_keys_[a] < write_keys_[b]; });
+    uint64_t commit_ts = 0;
+    for (int o = 0; o < writes; ++o) {
+      Record& r = table_[write_keys_[order[o]]];
+      for (;;) {
+        uint64_t word = r.meta.load(std::memory_order_relaxed);
+        if (!(word & kWriter) &&
+            r.meta.compare_exchange_weak(word, word | kWriter, std::memory_order_acquire)) {
+          commit_ts = std::max(commit_ts, rts(word) + 1);
+          break;
+        }
+        __builtin_ia32_pause();
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (int i = 0; i < reads; ++i) commit_ts = std::max(commit_ts, wts(read_tids_[i]));
+    bool ok = true;
+    for (int i = 0; i < reads && ok; ++i) {
+      uint64_t observed = read_tids_[i];
+      if (rts(observed) >= commit_ts) continue;
+      std::atomic<uint64_t>& meta = table_[read_keys_[i]].meta;
+      bool mine = read_mine_[i];
+      for (;;) {
+        uint64_t now = meta.load(std::memory_order_acquire);
+        if (wts(now) != wts(observed) || ((now & kWriter) && !mine)) { ok = false; break; }
+        if (mine || rts(now) >= commit_ts) break;
+        uint64_t new_wts = wts(now);
+        if (commit_ts - new_wts > kDeltaMax) new_wts = commit_ts - kDeltaMax;
+        if (meta.compare_exchange_weak(now, pack(new_wts, commit_ts), std::memory_order_acq_rel)) break;
+      }
+    }
+    if (!ok) {
+      for (int w = 0; w < writes; ++w) {
+        Record& r = table_[write_keys_[w]];
+        r.meta.store(r.meta.load(std::memory_order_relaxed) & ~kWriter, std::memory_order_release);
+      }
+      return false;
+    }
+    for (int w = 0; w < writes; ++w) {
+      Record& r = table_[write_keys_[w]];
+      install(r, write_values_[w], write_seqs_[w]);
+      r.meta.store(pack(commit_ts, commit_ts), std::memory_order_release);
+    }
+    return true;
+  }
+
   Record* table_;
   const Options& options_;
+  Protocol protocol_;
+  uint64_t ts_ = 0, ts_next_ = 0, ts_end_ = 0;
+  uint64_t seqs_[kOpsMax];
+  bool read_mine_[kOpsMax];
   uint64_t payload_[kPayloadWords];
   uint32_t lock_keys_[kOpsMax];
   bool lock_exclusive_[kOpsMax];
@@ -358,7 +530,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--seed") o.seed = whole_u64(flag, v);
     else usage(("unknown flag " + flag).c_str());
   }
-  if (o.protocol != "no_wait" && o.protocol != "silo") usage("--protocol is no_wait or silo");
+  if (o.protocol != "no_wait" && o.protocol != "wait_die" && o.protocol != "silo" && o.protocol != "tictoc")
+    usage("--protocol is no_wait, wait_die, silo or tictoc");
   if (o.records < 16 || o.records > (uint64_t{1} << 32)) usage("--records must be in 16..=2^32");
   if (o.ops < 1 || o.ops > kOpsMax || static_cast<uint64_t>(o.ops) > o.records) usage("--ops must be in 1..=64");
   if (!(o.theta >= 0.0 && o.theta < 1.0)) usage("--theta must be in [0, 1)");
@@ -415,7 +588,7 @@ int main(int argc, char** argv) {
         uint64_t end = std::min(options.records, (t + 1) * chunk);
         for (uint64_t k = t * chunk; k < end; ++k) {
           Record& r = table[k];
-          r.meta.store(0, std::memory_order_relaxed);
+          r.meta.store(options.protocol == "wait_die" ? kFree : 0, std::memory_order_relaxed);
           r.value = k;
           r.seq = 0;
           for (int w = 0; w < kPayloadWords; ++w) r.payload[w] = payload_word(k, w);
@@ -438,20 +611,25 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, t] {
       Worker worker(table, options);
       const std::vector<Txn>& pool = pools[t];
-      uint64_t next = 0, commits = 0, aborts = 0;
+      uint64_t next = 0, commits = 0, aborts = 0, written = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         const Txn& txn = pool[next];
         next = next + 1 == pool.size() ? 0 : next + 1;
-        while (!worker.run(txn)) {
+        worker.fresh();
+        bool committed = false;
+        while (!(committed = worker.run(txn))) {
           ++aborts;
           if ((aborts & 63) == 0 && stop.load(std::memory_order_relaxed)) break;
         }
+        if (!committed) break;
+        written += static_cast<uint64_t>(__builtin_popcountll(txn.writes));
         ++commits;
         if ((commits & 255) == 0) {
           counters[t].commits.store(commits, std::memory_order_relaxed);
           counters[t].aborts.store(aborts, std::memory_order_relaxed);
         }
       }
+      counters[t].written = written;
     });
   }
   auto totals = [&] {
@@ -471,13 +649,24 @@ int main(int argc, char** argv) {
   stop.store(true);
   for (auto& worker : workers) worker.join();
   uint64_t commits = end.first - start.first, aborts = end.second - start.second;
+  // Every committed read-modify-write added one to a value and to its sequence number, so
+  // each record's value is its key plus its sequence number, and the increments sum to the
+  // writes committed: a lost or doubled update shows here.
+  uint64_t written = 0, increments = 0;
+  bool consistent = true;
+  for (auto& counter : counters) written += counter.written;
+  for (uint64_t k = 0; k < options.records; ++k) {
+    consistent &= table[k].value - k == table[k].seq;
+    increments += table[k].seq;
+  }
+  consistent &= increments == written;
   std::printf(
       "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d huge=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
-      "setup_s=%.2f\n",
+      "setup_s=%.2f check=%s\n",
       options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? 1 : 0,
       options.huge ? 1 : 0, commits / measured_s,
       commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
-      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s);
+      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s, consistent ? "ok" : "FAILED");
   std::free(table);
-  return 0;
+  return consistent ? 0 : 1;
 }

@@ -311,6 +311,52 @@ impl Attempts {
     }
 }
 
+/// What one arm measured in the current round.
+#[derive(Debug, Clone, Default)]
+struct ArmRecord {
+    /// Goodput per window.
+    goodputs: Vec<f64>,
+    attempts: Attempts,
+}
+
+/// The current round's records, one per arm.
+#[derive(Debug, Clone, Default)]
+struct Arms {
+    up: ArmRecord,
+    centre: ArmRecord,
+    down: ArmRecord,
+}
+
+impl Arms {
+    fn with_capacity(windows: usize) -> Self {
+        let record = || ArmRecord { goodputs: Vec::with_capacity(windows), attempts: Attempts::default() };
+        Arms { up: record(), centre: record(), down: record() }
+    }
+
+    fn get(&self, arm: Arm) -> &ArmRecord {
+        match arm {
+            Arm::Side(Side::Up) => &self.up,
+            Arm::Centre => &self.centre,
+            Arm::Side(Side::Down) => &self.down,
+        }
+    }
+
+    fn get_mut(&mut self, arm: Arm) -> &mut ArmRecord {
+        match arm {
+            Arm::Side(Side::Up) => &mut self.up,
+            Arm::Centre => &mut self.centre,
+            Arm::Side(Side::Down) => &mut self.down,
+        }
+    }
+
+    fn clear(&mut self) {
+        for record in [&mut self.up, &mut self.centre, &mut self.down] {
+            record.goodputs.clear();
+            record.attempts = Attempts::default();
+        }
+    }
+}
+
 /// The controller of one knob. See the crate essay.
 #[derive(Debug, Clone)]
 pub struct AdaptiveBatchSize {
@@ -324,12 +370,8 @@ pub struct AdaptiveBatchSize {
     /// arm's, or the winning side's if it moved); `None` before the first round and after a
     /// guard.
     level: Option<f64>,
-    /// Goodput per window of the current round, by arm.
-    up_goodputs: Vec<f64>,
-    centre_goodputs: Vec<f64>,
-    down_goodputs: Vec<f64>,
-    /// Commits and attempts of the current round, by arm: up, centre, down.
-    attempts: [Attempts; 3],
+    /// What each arm of the current round measured.
+    arms: Arms,
     /// The size the search returns to, when `return_commit_ratio_drop` is set.
     anchor: Option<Anchor>,
     /// Whether the current round is a challenge: centred on the anchor, with a side where the
@@ -361,10 +403,7 @@ impl AdaptiveBatchSize {
             step_ratio: config.step_ratio_initial,
             last_move: None,
             level: None,
-            up_goodputs: Vec::with_capacity(windows),
-            centre_goodputs: Vec::with_capacity(windows),
-            down_goodputs: Vec::with_capacity(windows),
-            attempts: [Attempts::default(); 3],
+            arms: Arms::with_capacity(windows),
             anchor: None,
             challenge: false,
             round_windows: 0,
@@ -468,21 +507,9 @@ impl AdaptiveBatchSize {
         }
         #[expect(clippy::cast_precision_loss, reason = "counts and microseconds are far below 2^52")]
         let goodput = observation.committed as f64 * 1e6 / elapsed_us as f64;
-        let arm = match self.arm_of(self.round_windows) {
-            Arm::Side(Side::Up) => {
-                self.up_goodputs.push(goodput);
-                0
-            }
-            Arm::Centre => {
-                self.centre_goodputs.push(goodput);
-                1
-            }
-            Arm::Side(Side::Down) => {
-                self.down_goodputs.push(goodput);
-                2
-            }
-        };
-        self.attempts[arm].add(&observation);
+        let record = self.arms.get_mut(self.arm_of(self.round_windows));
+        record.goodputs.push(goodput);
+        record.attempts.add(&observation);
         self.round_windows += 1;
         if self.round_windows < 3 * self.config.windows_per_side && !self.clear_early() {
             return Decision::Measuring;
@@ -525,8 +552,11 @@ impl AdaptiveBatchSize {
         if self.level.is_none() {
             return false;
         }
-        let (up, centre, down) =
-            (median_of(&self.up_goodputs), median_of(&self.centre_goodputs), median_of(&self.down_goodputs));
+        let (up, centre, down) = (
+            median_of(&self.arms.up.goodputs),
+            median_of(&self.arms.centre.goodputs),
+            median_of(&self.arms.down.goodputs),
+        );
         let centre_size = self.centre_size();
         let up_open = self.side_size(Side::Up) > centre_size;
         let down_open = self.side_size(Side::Down) < centre_size;
@@ -540,10 +570,7 @@ impl AdaptiveBatchSize {
     }
 
     fn clear_round(&mut self) {
-        self.up_goodputs.clear();
-        self.centre_goodputs.clear();
-        self.down_goodputs.clear();
-        self.attempts = [Attempts::default(); 3];
+        self.arms.clear();
         self.round_windows = 0;
     }
 
@@ -564,7 +591,7 @@ impl AdaptiveBatchSize {
         let Some(factor) = self.config.spread_tolerance_factor else {
             return self.config.tolerance_ratio;
         };
-        let mut spreads: Vec<f64> = [&self.up_goodputs, &self.centre_goodputs, &self.down_goodputs]
+        let mut spreads: Vec<f64> = [&self.arms.up.goodputs, &self.arms.centre.goodputs, &self.arms.down.goodputs]
             .into_iter()
             .filter(|windows| windows.len() >= 2)
             .filter_map(|windows| {
@@ -581,9 +608,9 @@ impl AdaptiveBatchSize {
 
     fn decide(&mut self) -> Decision {
         let tolerance = self.round_tolerance();
-        let up = median(&mut self.up_goodputs);
-        let centre = median(&mut self.centre_goodputs);
-        let down = median(&mut self.down_goodputs);
+        let up = median(&mut self.arms.up.goodputs);
+        let centre = median(&mut self.arms.centre.goodputs);
+        let down = median(&mut self.arms.down.goodputs);
         // At a bound the outer side is clamped onto the centre: it measured the centre again,
         // so it cannot win, and stands for the centre in the comparisons.
         let centre_size = self.centre_size();
@@ -663,12 +690,7 @@ impl AdaptiveBatchSize {
             self.rounds_since_reprobe = 0;
             self.step_ratio = self.step_ratio.max(self.config.step_ratio_reprobe);
         }
-        let commit_ratio = self.attempts[match winner {
-            Some(Side::Up) => 0,
-            None => 1,
-            Some(Side::Down) => 2,
-        }]
-        .commit_ratio();
+        let commit_ratio = self.arms.get(winner.map_or(Arm::Centre, Arm::Side)).attempts.commit_ratio();
         let decision = if self.follow_anchor(winner, shifted, commit_ratio) { Decision::Return } else { decision };
         let centre = self.centre_size();
         assert!(
