@@ -262,8 +262,10 @@ class Worker {
     return ok;
   }
 
-  bool silo(const Txn& txn) {
-    int reads = 0;
+  // Silo's and TicToc's read phase: every request is read between two loads of an unlocked,
+  // unchanged meta word (request i is read i), and each read-modify-write buffered. Returns
+  // the number of writes.
+  int optimistic_reads(const Txn& txn) {
     int writes = 0;
     for (int i = 0; i < options_.ops; ++i) {
       request_next(txn, i);
@@ -276,32 +278,52 @@ class Worker {
         std::atomic_thread_fence(std::memory_order_acquire);
         if (r.meta.load(std::memory_order_relaxed) == before) break;
       }
-      read_keys_[reads] = txn.keys[i];
-      read_tids_[reads++] = before;
+      read_keys_[i] = txn.keys[i];
+      read_tids_[i] = before;
       if ((txn.writes >> i) & 1) {
         write_keys_[writes] = txn.keys[i];
         write_values_[writes] = value + 1;
         write_seqs_[writes++] = seq + 1;
       }
     }
-    // Lock the write set in key order (no deadlock), spinning on a busy lock.
+    return writes;
+  }
+
+  // Locks the write set in key order (no deadlock), spinning on a busy lock; `locked(word)`
+  // sees each word as it was before its lock was taken.
+  template <class Locked>
+  void lock_writes(int writes, Locked locked) {
     int order[kOpsMax];
     for (int w = 0; w < writes; ++w) order[w] = w;
     std::sort(order, order + writes, [&](int a, int b) { return write_keys_[a] < write_keys_[b]; });
-    uint64_t max_tid = last_tid_;
     for (int o = 0; o < writes; ++o) {
       Record& r = table_[write_keys_[order[o]]];
       for (;;) {
         uint64_t word = r.meta.load(std::memory_order_relaxed);
         if (!(word & kWriter) &&
             r.meta.compare_exchange_weak(word, word | kWriter, std::memory_order_acquire)) {
-          max_tid = std::max(max_tid, word);
+          locked(word);
           break;
         }
         __builtin_ia32_pause();
       }
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+
+  // Clears the lock bit of every write (an aborted commit).
+  void unlock_writes(int writes) {
+    for (int w = 0; w < writes; ++w) {
+      Record& r = table_[write_keys_[w]];
+      r.meta.store(r.meta.load(std::memory_order_relaxed) & ~kWriter, std::memory_order_release);
+    }
+  }
+
+  bool silo(const Txn& txn) {
+    const int reads = options_.ops;
+    int writes = optimistic_reads(txn);
+    uint64_t max_tid = last_tid_;
+    lock_writes(writes, [&](uint64_t word) { max_tid = std::max(max_tid, word); });
     bool ok = true;
     for (int i = 0; i < reads && ok; ++i) {
       uint64_t now = table_[read_keys_[i]].meta.load(std::memory_order_acquire);
@@ -313,10 +335,7 @@ class Worker {
       max_tid = std::max(max_tid, read_tids_[i]);
     }
     if (!ok) {
-      for (int w = 0; w < writes; ++w) {
-        Record& r = table_[write_keys_[w]];
-        r.meta.store(r.meta.load(std::memory_order_relaxed) & ~kWriter, std::memory_order_release);
-      }
+      unlock_writes(writes);
       return false;
     }
     uint64_t tid = max_tid + 1;
@@ -377,53 +396,17 @@ class Worker {
   }
 
   bool tictoc(const Txn& txn) {
-    int reads = 0;
-    int writes = 0;
-    for (int i = 0; i < options_.ops; ++i) {
-      request_next(txn, i);
-      Record& r = table_[txn.keys[i]];
-      uint64_t before, value, seq;
-      for (;;) {
-        before = r.meta.load(std::memory_order_acquire);
-        if (before & kWriter) { __builtin_ia32_pause(); continue; }
-        copy_out(r, &value, &seq);
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (r.meta.load(std::memory_order_relaxed) == before) break;
-      }
-      bool writes_it = (txn.writes >> i) & 1;
-      read_keys_[reads] = txn.keys[i];
-      read_mine_[reads] = writes_it;
-      read_tids_[reads++] = before;
-      if (writes_it) {
-        write_keys_[writes] = txn.keys[i];
-        write_values_[writes] = value + 1;
-        write_seqs_[writes++] = seq + 1;
-      }
-    }
-    int order[kOpsMax];
-    for (int w = 0; w < writes; ++w) order[w] = w;
-    std::sort(order, order + writes, [&](int a, int b) { return write_keys_[a] < write_keys_[b]; });
+    const int reads = options_.ops;
+    int writes = optimistic_reads(txn);
     uint64_t commit_ts = 0;
-    for (int o = 0; o < writes; ++o) {
-      Record& r = table_[write_keys_[order[o]]];
-      for (;;) {
-        uint64_t word = r.meta.load(std::memory_order_relaxed);
-        if (!(word & kWriter) &&
-            r.meta.compare_exchange_weak(word, word | kWriter, std::memory_order_acquire)) {
-          commit_ts = std::max(commit_ts, rts(word) + 1);
-          break;
-        }
-        __builtin_ia32_pause();
-      }
-    }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    lock_writes(writes, [&](uint64_t word) { commit_ts = std::max(commit_ts, rts(word) + 1); });
     for (int i = 0; i < reads; ++i) commit_ts = std::max(commit_ts, wts(read_tids_[i]));
     bool ok = true;
     for (int i = 0; i < reads && ok; ++i) {
       uint64_t observed = read_tids_[i];
       if (rts(observed) >= commit_ts) continue;
       std::atomic<uint64_t>& meta = table_[read_keys_[i]].meta;
-      bool mine = read_mine_[i];
+      bool mine = (txn.writes >> i) & 1;
       for (;;) {
         uint64_t now = meta.load(std::memory_order_acquire);
         if (wts(now) != wts(observed) || ((now & kWriter) && !mine)) { ok = false; break; }
@@ -434,10 +417,7 @@ class Worker {
       }
     }
     if (!ok) {
-      for (int w = 0; w < writes; ++w) {
-        Record& r = table_[write_keys_[w]];
-        r.meta.store(r.meta.load(std::memory_order_relaxed) & ~kWriter, std::memory_order_release);
-      }
+      unlock_writes(writes);
       return false;
     }
     for (int w = 0; w < writes; ++w) {
@@ -453,7 +433,6 @@ class Worker {
   Protocol protocol_;
   uint64_t ts_ = 0, ts_next_ = 0, ts_end_ = 0;
   uint64_t seqs_[kOpsMax];
-  bool read_mine_[kOpsMax];
   uint64_t payload_[kPayloadWords];
   uint32_t lock_keys_[kOpsMax];
   bool lock_exclusive_[kOpsMax];

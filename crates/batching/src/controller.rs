@@ -312,7 +312,7 @@ impl Attempts {
 }
 
 /// What one arm measured in the current round.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct ArmRecord {
     /// Goodput per window.
     goodputs: Vec<f64>,
@@ -320,7 +320,7 @@ struct ArmRecord {
 }
 
 /// The current round's records, one per arm.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Arms {
     up: ArmRecord,
     centre: ArmRecord,
