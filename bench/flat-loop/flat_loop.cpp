@@ -24,6 +24,10 @@
 // as ordo's engine always does within a step. With `--huge` the table is advised onto
 // transparent huge pages (`madvise(MADV_HUGEPAGE)`), as ordo's stores always are.
 //
+// It prints one line: `commits_per_s` and `abort_rate` over the measured window, `commits` and
+// `aborts` in it, `commits_run` from start to stop (what an instruction count divides by), and
+// `check=ok|FAILED`, the table's check after the run (exit 1 when it fails).
+//
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
 //            an exclusive one, at the access; a busy lock aborts; writes are buffered and
 //            installed before the locks are released.
@@ -158,6 +162,7 @@ struct alignas(64) Counters {
   std::atomic<uint64_t> commits{0};
   std::atomic<uint64_t> aborts{0};
   uint64_t written = 0;  // read-modify-writes committed, set when the worker stops
+  uint64_t run = 0;      // transactions committed from start to stop (not just the window)
 };
 
 std::atomic<bool> stop{false};
@@ -176,7 +181,7 @@ class Worker {
 
   // A new transaction (not a retry): wait_die takes its timestamp here.
   void fresh() {
-    if (options_.protocol != "wait_die") return;
+    if (protocol_ != Protocol::kWaitDie) return;
     if (ts_next_ == ts_end_) {
       ts_next_ = timestamps.fetch_add(64, std::memory_order_relaxed);
       ts_end_ = ts_next_ + 64;
@@ -609,6 +614,7 @@ int main(int argc, char** argv) {
         }
       }
       counters[t].written = written;
+      counters[t].run = commits;
     });
   }
   auto totals = [&] {
@@ -631,9 +637,12 @@ int main(int argc, char** argv) {
   // Every committed read-modify-write added one to a value and to its sequence number, so
   // each record's value is its key plus its sequence number, and the increments sum to the
   // writes committed: a lost or doubled update shows here.
-  uint64_t written = 0, increments = 0;
+  uint64_t written = 0, increments = 0, run = 0;
   bool consistent = true;
-  for (auto& counter : counters) written += counter.written;
+  for (auto& counter : counters) {
+    written += counter.written;
+    run += counter.run;
+  }
   for (uint64_t k = 0; k < options.records; ++k) {
     consistent &= table[k].value - k == table[k].seq;
     increments += table[k].seq;
@@ -641,11 +650,12 @@ int main(int argc, char** argv) {
   consistent &= increments == written;
   std::printf(
       "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d huge=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
-      "setup_s=%.2f check=%s\n",
+      "commits_run=%llu setup_s=%.2f check=%s\n",
       options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? 1 : 0,
       options.huge ? 1 : 0, commits / measured_s,
       commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
-      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts), setup_s, consistent ? "ok" : "FAILED");
+      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts),
+      static_cast<unsigned long long>(run), setup_s, consistent ? "ok" : "FAILED");
   std::free(table);
   return consistent ? 0 : 1;
 }
