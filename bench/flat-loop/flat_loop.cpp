@@ -37,7 +37,8 @@
 //            counter in blocks of 64 per thread, as ordo's do).
 //   silo:    meta = [ lock:1 | tid:63 ]; a read copies the record between two loads of an
 //            unlocked, unchanged meta word; commit locks the write set in key order, checks
-//            every read's meta word is unchanged (and unlocked unless locked by itself), then
+//            every read's meta word is unchanged (and unlocked unless the request also writes
+//            it: its own lock, known from the request's write bit, as ordo's `MINE`), then
 //            installs each write and publishes tid = max(seen) + 1 (no epochs, no log).
 //   tictoc:  meta = [ lock:1 | delta:15 | wts:48 ] (rts = wts + delta), as ordo's; reads as
 //            silo's; commit locks the write set in key order, takes commit_ts = max(rts + 1
@@ -332,10 +333,7 @@ class Worker {
     bool ok = true;
     for (int i = 0; i < reads && ok; ++i) {
       uint64_t now = table_[read_keys_[i]].meta.load(std::memory_order_acquire);
-      bool mine = false;
-      if (now & kWriter) {
-        for (int w = 0; w < writes; ++w) mine |= write_keys_[w] == read_keys_[i];
-      }
+      bool mine = (txn.writes >> i) & 1;  // request i is read i; its write is locked by now
       ok = (now & ~kWriter) == read_tids_[i] && (!(now & kWriter) || mine);
       max_tid = std::max(max_tid, read_tids_[i]);
     }
