@@ -118,8 +118,8 @@ impl TxnPool {
     /// waited on their lines for about 3% of the worker's time (Silo, θ = 0, one thread,
     /// `perf record`). A range reaching past the end of the pool is not requested (the pool
     /// wraps to its start, which a run reaches once in hundreds of thousands of transactions).
-    /// Written as a plain loop: the iterator chain it replaced ran 50 instructions per
-    /// transaction (callgrind).
+    /// Written as a plain loop: with the iterator chain it replaced, `next_into` ran 146
+    /// instructions per transaction instead of 103 (callgrind).
     #[inline]
     fn request_ahead(&self, drawn: Drawn) {
         // Every line the shifted range touches: one per line's worth of words, and its last.
