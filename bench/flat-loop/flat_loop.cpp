@@ -26,7 +26,8 @@
 //
 // It prints one line: `commits_per_s` and `abort_rate` over the measured window, `commits` and
 // `aborts` in it, `commits_run` from start to stop (what an instruction count divides by), and
-// `check=ok|FAILED`, the table's check after the run (exit 1 when it fails).
+// `check=ok|FAILED`: ok when every record's value is its key plus its sequence number and the
+// increments add up to the read-modify-writes committed (FAILED exits with 1).
 //
 //   no_wait: meta = [ writer:1 | readers:63 ]; a read takes a shared lock, a read-modify-write
 //            an exclusive one, at the access; a busy lock aborts; writes are buffered and
@@ -45,10 +46,6 @@
 //            of each write, wts of each read), checks each read whose rts is below commit_ts
 //            (wts unchanged, not locked by another) and extends its rts by compare-and-swap,
 //            then installs each write with wts = rts = commit_ts.
-//
-// Output: one line of key=value pairs (commits/s, abort rate, commits, aborts, and check=ok
-// when every record's value is its key plus its sequence number and the increments add up to
-// the read-modify-writes committed; check=FAILED exits with 1).
 
 #include <algorithm>
 #include <cerrno>

@@ -15,8 +15,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-/// Words in a cache line (64 bytes).
-const LINE_WORDS: usize = 8;
+use crate::records::LINE_WORDS;
 
 /// Asks the CPU to start loading the cache line holding `item` into every cache level (a
 /// hint; a no-op on targets without a prefetch instruction, and under Miri).

@@ -23,6 +23,7 @@
 //! and stops drawing early when either is reached.
 
 use ordo_storage::prefetch;
+use ordo_storage::records::LINE_WORDS;
 
 use crate::procedure::{Key, Txn};
 
@@ -37,8 +38,6 @@ pub const HEADER_WORDS: usize = std::mem::size_of::<Drawn>().div_ceil(8);
 const KEYS_AHEAD: usize = 64;
 /// How many transactions ahead a pool requests the header of.
 const HEADERS_AHEAD: usize = 8;
-/// Words (keys) in a cache line.
-const LINE_WORDS: usize = 8;
 
 /// One drawn transaction, its keys at `keys[start..end]` of the pool.
 #[derive(Debug, Clone, Copy)]
