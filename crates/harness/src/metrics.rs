@@ -9,6 +9,12 @@ use serde::Serialize;
 
 /// Highest latency the histograms track (60 s); longer ones are clamped.
 pub const LATENCY_US_MAX: u64 = 60_000_000;
+/// Latencies under this many microseconds are counted in an array of their own and added to
+/// the histogram when it is read. Recording into the HDR histogram took about 50 instructions
+/// of a 4,000-instruction transaction on the flat-array ablation (callgrind), an array slot
+/// takes a few; at three significant digits the histogram keeps every value under 2048
+/// exactly, so nothing is lost.
+const SHORT_LATENCY_US: usize = 1024;
 
 /// Why a transaction attempt was aborted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -103,7 +109,10 @@ pub struct Recorder {
     user_aborts: u64,
     aborts: [u64; AbortCause::ALL.len()],
     restarts_of_commits: u64,
+    /// Latencies of at least [`SHORT_LATENCY_US`].
     latency_us: Histogram<u64>,
+    /// Commits by latency, for latencies under [`SHORT_LATENCY_US`].
+    short_latency_us: Box<[u64]>,
     batches: u64,
     batch_transactions: u64,
     batch_aborted: u64,
@@ -125,6 +134,7 @@ impl Recorder {
             aborts: [0; AbortCause::ALL.len()],
             restarts_of_commits: 0,
             latency_us: Histogram::new_with_bounds(1, LATENCY_US_MAX, 3).expect("valid histogram bounds"),
+            short_latency_us: vec![0; SHORT_LATENCY_US].into_boxed_slice(),
             batches: 0,
             batch_transactions: 0,
             batch_aborted: 0,
@@ -148,7 +158,11 @@ impl Recorder {
         }
         self.commits += 1;
         self.restarts_of_commits += u64::from(restarts);
-        self.latency_us.saturating_record(latency_us.clamp(1, LATENCY_US_MAX));
+        let latency_us = latency_us.clamp(1, LATENCY_US_MAX);
+        match self.short_latency_us.get_mut(latency_us as usize) {
+            Some(count) => *count += 1,
+            None => self.latency_us.saturating_record(latency_us),
+        }
         let procedure = usize::from(procedure);
         if self.commits_by_procedure.len() <= procedure {
             self.commits_by_procedure.resize(procedure + 1, 0);
@@ -202,6 +216,9 @@ impl Recorder {
         }
         self.restarts_of_commits += other.restarts_of_commits;
         self.latency_us.add(&other.latency_us).expect("same histogram bounds");
+        for (mine, theirs) in self.short_latency_us.iter_mut().zip(&other.short_latency_us) {
+            *mine += theirs;
+        }
         self.batches += other.batches;
         self.batch_transactions += other.batch_transactions;
         self.batch_aborted += other.batch_aborted;
@@ -243,8 +260,13 @@ impl Recorder {
         self.restarts_of_commits
     }
 
-    pub fn latency_us(&self) -> &Histogram<u64> {
-        &self.latency_us
+    /// The latencies of the commits counted, in microseconds.
+    pub fn latency_us(&self) -> Histogram<u64> {
+        let mut histogram = self.latency_us.clone();
+        for (latency_us, &count) in self.short_latency_us.iter().enumerate().filter(|(_, count)| **count > 0) {
+            histogram.saturating_record_n(latency_us as u64, count);
+        }
+        histogram
     }
 
     pub fn batches(&self) -> u64 {
@@ -289,6 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn short_and_long_latencies_read_back_as_one_histogram() {
+        let mut recorder = Recorder::new(Window::ALL);
+        let latencies = [0, 1, 7, 7, SHORT_LATENCY_US as u64 - 1, SHORT_LATENCY_US as u64, 5000, LATENCY_US_MAX * 2];
+        for latency in latencies {
+            recorder.commit(1, latency, 0, 0);
+        }
+        let mut expected = Histogram::<u64>::new_with_bounds(1, LATENCY_US_MAX, 3).unwrap();
+        for latency in latencies {
+            expected.saturating_record(latency.clamp(1, LATENCY_US_MAX));
+        }
+        let histogram = recorder.latency_us();
+        assert_eq!(histogram.len(), latencies.len() as u64);
+        for quantile in [0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0] {
+            assert_eq!(histogram.value_at_quantile(quantile), expected.value_at_quantile(quantile), "at {quantile}");
+        }
+        assert_eq!(histogram.mean(), expected.mean());
+        assert_eq!((histogram.min(), histogram.max()), (1, expected.max()));
+    }
+
+    #[test]
     fn merge_adds_everything() {
         let mut a = Recorder::new(Window::ALL);
         let mut b = Recorder::new(Window::ALL);
@@ -300,6 +342,7 @@ mod tests {
         assert_eq!(a.commits(), 2);
         assert_eq!(a.total_aborts(), 1);
         assert_eq!(a.latency_us().len(), 2);
+        assert_eq!((a.latency_us().min(), a.latency_us().max()), (100, 300));
         assert_eq!((a.batches(), a.batch_transactions(), a.batch_aborted()), (1, 40, 3));
         assert_eq!(a.commits_by_procedure(), &[1, 0, 1]);
     }

@@ -99,14 +99,18 @@ pub(crate) trait ShareWorker {
     fn generate(&mut self, slot: usize, txn: &mut Txn);
     /// The keys `txn` will read and write, for the assignment.
     fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>);
-    /// Runs `txn` (which entered its batch at `entered`) to its end; `next` runs after it.
-    fn run(&mut self, txn: &Txn, entered: Instant, next: Option<&Txn>);
+    /// Microseconds into the run, by the run's clock.
+    fn now_us(&self) -> u64;
+    /// Runs `txn` (which entered its batch `entered_us` into the run) to its end; `next` runs
+    /// after it.
+    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>);
     /// Records that this worker built a batch of `size` in `took`.
     fn built(&mut self, size: usize, took: Duration);
 }
 
-/// A transaction waiting in a share, with the time it entered its batch.
-type Queued = (Txn, Instant);
+/// A transaction waiting in a share, with the time it entered its batch (microseconds into
+/// the run).
+type Queued = (Txn, u64);
 
 /// The queues, the threads' recent keys and the batch size.
 pub(crate) struct BatchFront {
@@ -183,7 +187,8 @@ impl BatchFront {
 
     /// Generates a batch, assigns it to threads and queues the shares.
     fn build<W: ShareWorker>(&self, builder: &mut Builder, worker: &mut W) {
-        let entered = Instant::now();
+        let building = Instant::now();
+        let entered = worker.now_us();
         let batch_size = self.batch_size.load(Ordering::Relaxed);
         builder.batch.clear();
         for slot in 0..batch_size {
@@ -228,7 +233,7 @@ impl BatchFront {
             }
             self.queues[thread].push(share);
         }
-        worker.built(batch_size, entered.elapsed());
+        worker.built(batch_size, building.elapsed());
     }
 }
 
@@ -259,7 +264,10 @@ mod tests {
         fn footprint(&self, txn: &Txn, _reads: &mut Vec<u64>, writes: &mut Vec<u64>) {
             writes.push(txn.keys[0]);
         }
-        fn run(&mut self, _txn: &Txn, _entered: Instant, _next: Option<&Txn>) {}
+        fn now_us(&self) -> u64 {
+            0
+        }
+        fn run(&mut self, _txn: &Txn, _entered_us: u64, _next: Option<&Txn>) {}
         fn built(&mut self, _size: usize, _took: Duration) {}
     }
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam::utils::CachePadded;
-use ordo_harness::{Recorder, Window};
+use ordo_harness::{Recorder, RunClock, Window};
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, Requests, Step, Txn, TxnPool, Value, Workload, WorkloadRng, rng_from_seed};
 use rand::Rng;
@@ -165,7 +165,8 @@ struct Shared<'a, P: Protocol> {
     protocol: &'a P,
     workload: &'a dyn Workload,
     spec: &'a RunSpec,
-    start: Instant,
+    /// The run's clock, started when the workers are.
+    clock: RunClock,
     window: Window,
     stop: AtomicBool,
     commits: Vec<CachePadded<AtomicU64>>,
@@ -195,7 +196,7 @@ fn drive<P: Protocol>(
         protocol,
         workload: workload.as_ref(),
         spec,
-        start: Instant::now(),
+        clock: RunClock::start(),
         window,
         stop: AtomicBool::new(false),
         commits: (0..threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
@@ -215,10 +216,10 @@ fn drive<P: Protocol>(
                     .expect("spawning a worker")
             })
             .collect();
-        while let Some(left) = total.checked_sub(shared.start.elapsed()).filter(|left| !left.is_zero()) {
+        while let Some(left) = total.checked_sub(shared.clock.elapsed()).filter(|left| !left.is_zero()) {
             std::thread::sleep(left.min(Duration::from_millis(PROGRESS_MS)));
             let commits = shared.commits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-            progress(shared.start.elapsed().as_secs_f64(), commits);
+            progress(shared.clock.elapsed().as_secs_f64(), commits);
         }
         shared.stop.store(true, Ordering::Relaxed);
         handles.into_iter().map(|h| h.join().expect("a worker panicked")).collect()
@@ -307,18 +308,6 @@ fn attempt<P: Protocol>(
     }
 }
 
-/// Microseconds since `start`.
-#[inline]
-fn now_us(start: Instant) -> u64 {
-    micros_between(start, Instant::now())
-}
-
-/// Microseconds from `start` to `then` (0 if `then` is earlier).
-#[inline]
-fn micros_between(start: Instant, then: Instant) -> u64 {
-    then.saturating_duration_since(start).as_micros() as u64
-}
-
 /// One worker's state.
 struct WorkerState<P: Protocol> {
     index: usize,
@@ -386,7 +375,7 @@ impl<P: Protocol> WorkerState<P> {
             match attempt(protocol, &mut self.protocol_state, shared.workload, txn, requests, &mut self.exec) {
                 Ok(Outcome::Committed) => {
                     // One clock read serves the window and the latency.
-                    let now = now_us(shared.start);
+                    let now = shared.clock.now_us();
                     self.recorder.commit(now, now.saturating_sub(first_start_us), restarts, txn.procedure);
                     self.committed += 1;
                     shared.commits[self.index].store(self.committed, Ordering::Relaxed);
@@ -394,13 +383,13 @@ impl<P: Protocol> WorkerState<P> {
                 }
                 Ok(Outcome::UserAbort) => {
                     protocol.abort(&mut self.protocol_state);
-                    let now = now_us(shared.start);
+                    let now = shared.clock.now_us();
                     self.recorder.user_abort(now);
                     return now;
                 }
                 Err(Abort(cause)) => {
                     protocol.abort(&mut self.protocol_state);
-                    let now = now_us(shared.start);
+                    let now = shared.clock.now_us();
                     self.recorder.abort(now, cause);
                     restarts += 1;
                     if shared.stop.load(Ordering::Relaxed) {
@@ -426,21 +415,32 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize, pool: Option<TxnPoo
         next_prefetched: false,
         pool,
     };
-    match &shared.batch {
-        None => {
-            // The next transaction is generated before the current one runs, so prefetching can
-            // look one transaction ahead, as it does within a reorder share. A transaction
-            // starts when the one before it ended: one clock reading serves both.
+    // Without batching, a transaction starts when the one before it ended: one clock reading
+    // serves both. The transaction after the running one is known, so prefetching can look one
+    // transaction ahead, as it does within a reorder share.
+    match (&shared.batch, state.pool.take()) {
+        (None, Some(mut pool)) => {
+            // A pooled transaction runs where it lies.
+            let mut started = shared.clock.now_us();
+            while !shared.stop.load(Ordering::Relaxed) {
+                let (txn, next) = pool.next_pair();
+                started = state.run_transaction(shared, txn, started, Some(next));
+            }
+        }
+        (None, None) => {
             let (mut txn, mut next) = (Txn::default(), Txn::default());
             state.next_txn(shared.workload, &mut next);
-            let mut started = now_us(shared.start);
+            let mut started = shared.clock.now_us();
             while !shared.stop.load(Ordering::Relaxed) {
                 std::mem::swap(&mut txn, &mut next);
                 state.next_txn(shared.workload, &mut next);
                 started = state.run_transaction(shared, &txn, started, Some(&next));
             }
         }
-        Some(front) => front.work(&mut FlatWorker { shared, state: &mut state }),
+        (Some(front), pool) => {
+            state.pool = pool;
+            front.work(&mut FlatWorker { shared, state: &mut state });
+        }
     }
     let history = std::mem::take(P::history(&mut state.protocol_state));
     (state.recorder, history)
@@ -469,12 +469,16 @@ impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
         self.shared.workload.footprint(txn, reads, writes);
     }
 
-    fn run(&mut self, txn: &Txn, entered: Instant, next: Option<&Txn>) {
-        self.state.run_transaction(self.shared, txn, micros_between(self.shared.start, entered), next);
+    fn now_us(&self) -> u64 {
+        self.shared.clock.now_us()
+    }
+
+    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>) {
+        self.state.run_transaction(self.shared, txn, entered_us, next);
     }
 
     fn built(&mut self, size: usize, took: Duration) {
-        let now = now_us(self.shared.start);
+        let now = self.shared.clock.now_us();
         self.state.recorder.batch(now, size, 0, took.as_nanos() as u64);
     }
 }

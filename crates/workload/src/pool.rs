@@ -6,8 +6,8 @@
 //! the worker did, a cost that says nothing about concurrency control. DBx1000 draws every
 //! worker's queries before it starts the clock; a [`TxnPool`] does the same for ordo's
 //! engines: each worker draws a fixed number of transactions from its own random stream once
-//! the store is loaded and before the clock starts, and in the run copies the next one out (a
-//! sequential read of a few cache lines) and wraps around at the end.
+//! the store is loaded and before the clock starts, and in the run hands out the next one where
+//! it lies (a sequential read of a few cache lines) and wraps around at the end.
 //!
 //! What this changes: the run's key frequencies are those of the pool, a sample of the exact
 //! distribution, repeated; at the default size (2^18 transactions per worker) the pool of
@@ -23,37 +23,28 @@
 //! and stops drawing early when either is reached.
 
 use ordo_storage::prefetch;
-use ordo_storage::records::LINE_WORDS;
 
-use crate::procedure::{Key, Txn};
+use crate::procedure::Txn;
 
 /// Most transactions one pool may hold.
 pub const POOL_TRANSACTIONS_MAX: usize = 1 << 24;
 /// Most words all of a run's pools may hold together (1 GiB).
 pub const POOL_WORDS_MAX: usize = 1 << 27;
 /// Words a pool keeps per transaction besides its keys.
-pub const HEADER_WORDS: usize = std::mem::size_of::<Drawn>().div_ceil(8);
-/// How far ahead of the keys it hands out a pool requests the next ones, in words (eight
-/// lines: a few YCSB transactions, more of SmallBank's).
-const KEYS_AHEAD: usize = 64;
-/// How many transactions ahead a pool requests the header of.
+pub const HEADER_WORDS: usize = std::mem::size_of::<Txn>().div_ceil(8);
+/// How many transactions ahead of the one it hands out a pool requests the keys of (a few
+/// YCSB transactions' worth of lines).
+const KEYS_AHEAD: usize = 4;
+/// How many transactions ahead a pool requests the header of (its keys' address is read
+/// there [`KEYS_AHEAD`] transactions later).
 const HEADERS_AHEAD: usize = 8;
-
-/// One drawn transaction, its keys at `keys[start..end]` of the pool.
-#[derive(Debug, Clone, Copy)]
-struct Drawn {
-    procedure: u8,
-    amount: i64,
-    flags: u64,
-    start: usize,
-    end: usize,
-}
 
 /// A worker's transactions, drawn ahead and replayed in order, round and round.
 #[derive(Debug, Clone)]
 pub struct TxnPool {
-    drawn: Vec<Drawn>,
-    keys: Vec<Key>,
+    /// Each with its keys in a buffer of their exact length, allocated in drawing order (so
+    /// mostly next to each other).
+    txns: Vec<Txn>,
     next: usize,
 }
 
@@ -65,74 +56,71 @@ impl TxnPool {
     /// When `count` is zero or above [`POOL_TRANSACTIONS_MAX`]: callers check the size.
     pub fn draw(count: usize, words_max: usize, mut generate: impl FnMut(&mut Txn)) -> TxnPool {
         assert!((1..=POOL_TRANSACTIONS_MAX).contains(&count), "a pool holds 1..={POOL_TRANSACTIONS_MAX} transactions");
-        let mut drawn = Vec::with_capacity(count.min(words_max / HEADER_WORDS).max(1));
-        let mut keys = Vec::new();
-        let mut txn = Txn::default();
-        let words = |drawn: &Vec<Drawn>, keys: &Vec<Key>| drawn.len() * HEADER_WORDS + keys.len();
-        while drawn.len() < count && (drawn.is_empty() || words(&drawn, &keys) < words_max) {
+        let mut txns = Vec::with_capacity(count.min(words_max / HEADER_WORDS).max(1));
+        let (mut txn, mut words) = (Txn::default(), 0);
+        while txns.len() < count && (txns.is_empty() || words < words_max) {
             generate(&mut txn);
-            let start = keys.len();
-            keys.extend_from_slice(&txn.keys);
-            drawn.push(Drawn {
-                procedure: txn.procedure,
-                amount: txn.amount,
-                flags: txn.flags,
-                start,
-                end: keys.len(),
-            });
+            words += HEADER_WORDS + txn.keys.len();
+            // A clone's keys take exactly their length; the buffer `generate` fills is reused.
+            txns.push(txn.clone());
         }
-        keys.shrink_to_fit();
-        drawn.shrink_to_fit();
-        TxnPool { drawn, keys, next: 0 }
+        txns.shrink_to_fit();
+        TxnPool { txns, next: 0 }
     }
 
     /// Transactions in the pool.
     pub fn len(&self) -> usize {
-        self.drawn.len()
+        self.txns.len()
     }
 
     /// Whether the pool is empty (never, once drawn).
     pub fn is_empty(&self) -> bool {
-        self.drawn.is_empty()
+        self.txns.is_empty()
     }
 
-    /// Copies the next transaction into `txn` (reusing its buffers), wrapping at the end, and
-    /// requests the pool's lines a few transactions ahead (see [`Self::request_ahead`]).
+    /// The next transaction, run where it lies (no copy), and the one the pool hands out after
+    /// it (for a caller that looks one ahead); wraps at the end, and requests the pool's lines a
+    /// few transactions ahead (see [`Self::request_ahead`]).
+    #[inline]
+    pub fn next_pair(&mut self) -> (&Txn, &Txn) {
+        let at = self.next;
+        self.next = if at + 1 == self.txns.len() { 0 } else { at + 1 };
+        self.request_ahead(at);
+        (&self.txns[at], &self.txns[self.next])
+    }
+
+    /// Copies the next transaction into `txn` (reusing its buffers), for a caller that keeps
+    /// its own (a batch being reordered); otherwise as [`Self::next_pair`].
     #[inline]
     pub fn next_into(&mut self, txn: &mut Txn) {
-        let drawn = self.drawn[self.next];
-        self.request_ahead(drawn);
-        self.next = if self.next + 1 == self.drawn.len() { 0 } else { self.next + 1 };
+        let (drawn, _) = self.next_pair();
         txn.procedure = drawn.procedure;
         txn.amount = drawn.amount;
         txn.flags = drawn.flags;
         txn.keys.clear();
-        txn.keys.extend_from_slice(&self.keys[drawn.start..drawn.end]);
+        txn.keys.extend_from_slice(&drawn.keys);
     }
 
-    /// Asks for the lines [`KEYS_AHEAD`] words past `drawn`'s keys and the header
-    /// [`HEADERS_AHEAD`] transactions past the next. The pool is read in order, but a
-    /// transaction's records come between two of its reads, and the hardware's stream
-    /// prefetcher did not keep up: with a replayed pool on the flat array, copying the keys out
-    /// waited on their lines for about 3% of the worker's time (Silo, θ = 0, one thread,
-    /// `perf record`). A range reaching past the end of the pool is not requested (the pool
-    /// wraps to its start, which a run reaches once in hundreds of thousands of transactions).
-    /// Written as a plain loop: with the iterator chain it replaced, `next_into` ran 146
-    /// instructions per transaction instead of 103 (callgrind).
+    /// Asks for the keys [`KEYS_AHEAD`] transactions past `at` and the header
+    /// [`HEADERS_AHEAD`] past it. The pool is read in order, but a transaction's records come
+    /// between two of its reads, and the hardware's stream prefetcher did not keep up: with a
+    /// replayed pool on the flat array, reading the keys waited on their lines for about 3% of
+    /// the worker's time (Silo, θ = 0, one thread, `perf record`). The first and the last key
+    /// are asked for, which covers keys spanning two lines at most (a YCSB transaction's 16
+    /// keys fill one 128-byte block of the allocator, on a line boundary); the middle lines of
+    /// longer ones are read in order after the first, which the stream prefetcher follows. Nothing past the end of the pool is requested (the pool wraps to its start,
+    /// which a run reaches once in hundreds of thousands of transactions).
     #[inline]
-    fn request_ahead(&self, drawn: Drawn) {
-        // Every line the shifted range touches: one per line's worth of words, and its last.
-        if let Some(ahead) = self.keys.get(drawn.start + KEYS_AHEAD..drawn.end + KEYS_AHEAD) {
-            let mut word = 0;
-            while word < ahead.len() {
-                prefetch::line(&ahead[word]);
-                word += LINE_WORDS;
-            }
-            if let Some(last) = ahead.last() {
-                prefetch::line(last);
-            }
+    fn request_ahead(&self, at: usize) {
+        if let Some(ahead) = self.txns.get(at + KEYS_AHEAD)
+            && let (Some(first), Some(last)) = (ahead.keys.first(), ahead.keys.last())
+        {
+            prefetch::line(first);
+            prefetch::line(last);
         }
-        if let Some(header) = self.drawn.get(self.next + HEADERS_AHEAD) {
+        // A header is shorter than a line, so requesting each one's first byte reaches every
+        // line of the headers.
+        if let Some(header) = self.txns.get(at + HEADERS_AHEAD) {
             prefetch::line(header);
         }
     }
@@ -163,6 +151,12 @@ mod tests {
                 pool.next_into(&mut txn);
                 assert_eq!(&txn, want, "round {round}, transaction {i}");
             }
+        }
+        // Handed out in place, each with the one after it (the first, after the last).
+        for i in 0..2 * expected.len() {
+            let (this, following) = pool.next_pair();
+            assert_eq!(this, &expected[i % expected.len()], "in place, transaction {i}");
+            assert_eq!(following, &expected[(i + 1) % expected.len()], "after transaction {i}");
         }
     }
 

@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 use crossbeam::queue::SegQueue;
 use crossbeam::utils::CachePadded;
 use ordo_batching::{BatchSize, ControllerConfig, Knob, Tuner, WindowObservation};
-use ordo_harness::{AbortCause, BatchSizeSample, Recorder, Window};
+use ordo_harness::{AbortCause, BatchSizeSample, Recorder, RunClock, Window};
 use ordo_history::HistoryEntry;
 use ordo_log::{Dir, Durability, FileDir, Logger, WorkerLog};
 use ordo_storage::{Direction, TableId};
@@ -569,7 +569,7 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             protocol,
             workload: self.workload,
             spec: self.spec,
-            start: Instant::now(),
+            clock: RunClock::start(),
             window: Window::after_warmup(micros(self.spec.warmup), micros(self.spec.duration)),
             stop: AtomicBool::new(false),
             counts: (0..threads).map(|_| CachePadded::new(WorkerCounts::default())).collect(),
@@ -628,28 +628,28 @@ impl<F: FnMut(f64, u64)> Run<'_, '_, F> {
             let mut last_progress = Duration::ZERO;
             let tick = Duration::from_millis(if streaming { HISTORY_STREAM_MS } else { PROGRESS_MS });
             if let Some(tuner) = &mut tuner {
-                tuner.observe(now_us(shared.start), shared.attempts());
+                tuner.observe(shared.clock.now_us(), shared.attempts());
             }
-            while let Some(left) = total.checked_sub(shared.start.elapsed()).filter(|left| !left.is_zero()) {
+            while let Some(left) = total.checked_sub(shared.clock.elapsed()).filter(|left| !left.is_zero()) {
                 if shared.failure.lock().is_some() {
                     break;
                 }
                 let window_left = tuner.as_ref().map_or(tick, |tuner| {
-                    Duration::from_micros(tuner.next_window_us().saturating_sub(now_us(shared.start)))
+                    Duration::from_micros(tuner.next_window_us().saturating_sub(shared.clock.now_us()))
                 });
                 std::thread::sleep(left.min(tick).min(window_left));
                 if let Some(sink) = on_acknowledged.as_deref_mut() {
                     shared.stream_acknowledged(sink, &mut batch);
                 }
                 if let (Some(tuner), Some(front)) = (&mut tuner, &shared.batch) {
-                    let now = now_us(shared.start);
+                    let now = shared.clock.now_us();
                     if now >= tuner.next_window_us()
                         && let Some(size) = tuner.observe(now, shared.attempts())
                     {
                         front.set_batch_size(size);
                     }
                 }
-                let elapsed = shared.start.elapsed();
+                let elapsed = shared.clock.elapsed();
                 if elapsed.saturating_sub(last_progress) >= Duration::from_millis(PROGRESS_MS) {
                     last_progress = elapsed;
                     let commits = shared.counts.iter().map(|c| c.acknowledged.load(Ordering::Relaxed)).sum();
@@ -771,7 +771,8 @@ struct Shared<'a, P> {
     protocol: &'a P,
     workload: &'a dyn TableWorkload,
     spec: &'a TableRunSpec,
-    start: Instant,
+    /// The run's clock, started when the workers are.
+    clock: RunClock,
     window: Window,
     stop: AtomicBool,
     /// Per worker: what it counted, for progress and the batch tuner.
@@ -994,8 +995,9 @@ impl<T: Tx> Tx for Counted<T> {
 #[derive(Debug)]
 struct Unacknowledged {
     epoch: u64,
-    /// When its first attempt started (latency counts from here to the acknowledgment).
-    started: Instant,
+    /// When its first attempt started, in microseconds into the run (latency counts from here
+    /// to the acknowledgment).
+    started_us: u64,
     restarts: u32,
     procedure: u8,
     /// Rows its committed attempt read (point reads, rows returned by scans).
@@ -1039,8 +1041,10 @@ impl<P: TableProtocol> WorkerState<'_, P> {
         }
     }
 
-    /// Runs `txn` until it commits or its procedure refuses (or the run is stopping).
-    fn run_transaction(&mut self, txn: &Txn, first_start: Instant) {
+    /// Runs `txn`, which first started `first_start_us` into the run, until it commits or its
+    /// procedure refuses (or the run is stopping), and returns when it ended, in microseconds
+    /// into the run.
+    fn run_transaction(&mut self, txn: &Txn, first_start_us: u64) -> u64 {
         let shared = self.shared;
         let procedure = usize::from(txn.procedure);
         let counts = &shared.counts[self.index];
@@ -1056,7 +1060,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             &mut self.row,
             &mut rows,
             |restarts, cause| {
-                let now = now_us(shared.start);
+                let now = shared.clock.now_us();
                 recorder.abort(now, cause);
                 attempts.aborted += 1;
                 counts.aborted.store(attempts.aborted, Ordering::Relaxed);
@@ -1087,7 +1091,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
                 };
                 self.unacknowledged.push_back(Unacknowledged {
                     epoch,
-                    started: first_start,
+                    started_us: first_start_us,
                     restarts,
                     procedure: txn.procedure,
                     rows,
@@ -1097,16 +1101,23 @@ impl<P: TableProtocol> WorkerState<'_, P> {
                 if self.unacknowledged.len() >= UNACKNOWLEDGED_PER_WORKER_MAX {
                     self.wait_for_acknowledgments(UNACKNOWLEDGED_PER_WORKER_MAX / 2);
                 }
+                shared.clock.now_us()
             }
             Finished::Committed => {
-                let now = now_us(shared.start);
-                self.recorder.commit(now, first_start.elapsed().as_micros() as u64, restarts, txn.procedure);
+                // One clock read serves the window and the latency.
+                let now = shared.clock.now_us();
+                self.recorder.commit(now, now.saturating_sub(first_start_us), restarts, txn.procedure);
                 self.recorder.rows(now, rows.point_reads, rows.scan_rows);
                 self.committed += 1;
                 counts.acknowledged.store(self.committed, Ordering::Relaxed);
+                now
             }
-            Finished::UserAborted => self.recorder.user_abort(now_us(shared.start)),
-            Finished::Stopped => {}
+            Finished::UserAborted => {
+                let now = shared.clock.now_us();
+                self.recorder.user_abort(now);
+                now
+            }
+            Finished::Stopped => shared.clock.now_us(),
         }
     }
 
@@ -1131,13 +1142,12 @@ impl<P: TableProtocol> WorkerState<'_, P> {
             return;
         }
         let mut acknowledged = 0;
-        let now = Instant::now();
-        let now_us = now.duration_since(shared.start).as_micros() as u64;
+        let now_us = shared.clock.now_us();
         while let Some(front) = self.unacknowledged.front()
             && front.epoch <= limit
         {
             let done = self.unacknowledged.pop_front().expect("front exists");
-            let latency_us = now.duration_since(done.started).as_micros() as u64;
+            let latency_us = now_us.saturating_sub(done.started_us);
             self.recorder.commit(now_us, latency_us, done.restarts, done.procedure);
             self.recorder.rows(now_us, done.rows.point_reads, done.rows.scan_rows);
             if let Some(entry) = done.entry.map(|entry| *entry) {
@@ -1177,12 +1187,6 @@ impl<P: TableProtocol> WorkerState<'_, P> {
     }
 }
 
-/// Microseconds since `start`.
-#[inline]
-fn now_us(start: Instant) -> u64 {
-    start.elapsed().as_micros() as u64
-}
-
 fn worker<P: TableProtocol>(
     shared: &Shared<'_, P>,
     index: usize,
@@ -1214,15 +1218,29 @@ fn worker<P: TableProtocol>(
         pool,
         shared,
     };
-    match &shared.batch {
-        None => {
-            let mut txn = Txn::default();
+    // Without batching, a transaction starts when the one before it ended: one clock reading
+    // serves both.
+    match (&shared.batch, state.pool.take()) {
+        (None, Some(mut pool)) => {
+            // A pooled transaction runs where it lies.
+            let mut started = shared.clock.now_us();
             while !shared.stop.load(Ordering::Relaxed) {
-                state.next_txn(index, &mut txn);
-                state.run_transaction(&txn, Instant::now());
+                let (txn, _) = pool.next_pair();
+                started = state.run_transaction(txn, started);
             }
         }
-        Some(front) => front.work(&mut state),
+        (None, None) => {
+            let mut txn = Txn::default();
+            let mut started = shared.clock.now_us();
+            while !shared.stop.load(Ordering::Relaxed) {
+                state.next_txn(index, &mut txn);
+                started = state.run_transaction(&txn, started);
+            }
+        }
+        (Some(front), pool) => {
+            state.pool = pool;
+            front.work(&mut state);
+        }
     }
     // The last commits are acknowledged once durable (unless the log stopped).
     state.wait_for_acknowledgments(0);
@@ -1254,12 +1272,16 @@ impl<P: TableProtocol> ShareWorker for WorkerState<'_, P> {
         self.shared.workload.footprint(txn, reads, writes);
     }
 
-    fn run(&mut self, txn: &Txn, entered: Instant, _next: Option<&Txn>) {
-        self.run_transaction(txn, entered);
+    fn now_us(&self) -> u64 {
+        self.shared.clock.now_us()
+    }
+
+    fn run(&mut self, txn: &Txn, entered_us: u64, _next: Option<&Txn>) {
+        self.run_transaction(txn, entered_us);
     }
 
     fn built(&mut self, size: usize, took: Duration) {
-        let now = now_us(self.shared.start);
+        let now = self.shared.clock.now_us();
         self.recorder.batch(now, size, 0, took.as_nanos() as u64);
     }
 }
