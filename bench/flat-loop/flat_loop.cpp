@@ -5,7 +5,7 @@
 //
 //   g++ -O3 -march=native -std=c++17 -pthread bench/flat-loop/flat_loop.cpp -o /tmp/flat_loop
 //   /tmp/flat_loop --protocol no_wait|wait_die|silo|tictoc --records 10000000 --ops 16 --read-ratio 0.5
-//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead [--ahead-depth N]] [--huge]
+//       --theta 0.99 --threads 1 --duration 2 --warmup 0.5 [--prefetch] [--ahead] [--huge]
 //
 // It does the work `ordo bench threads --index array --workload ycsb --payload-bytes 100` does
 // and nothing more:
@@ -21,8 +21,7 @@
 // histogram and no result bookkeeping beyond two counters. With `--prefetch`
 // a transaction first asks for all of its records' cache lines, as ordo's array store does
 // with `--prefetch on`. With `--ahead` each access first asks for the next access's record,
-// as ordo's engine does within a step; `--ahead-depth 8` asks for the record eight accesses
-// on (and for the first eight at once), as ordo's one-shot transactions do from b52d54e. With `--huge` the table is advised onto
+// as ordo's engine always does within a step. With `--huge` the table is advised onto
 // transparent huge pages (`madvise(MADV_HUGEPAGE)`), as ordo's stores always are.
 //
 // It prints one line: `commits_per_s` and `abort_rate` over the measured window, `commits` and
@@ -111,7 +110,6 @@ struct Options {
   uint64_t seed = 1;
   bool prefetch = false;
   bool ahead = false;
-  uint64_t ahead_depth = 1;  // with --ahead: how many accesses ahead a record is asked for
   bool huge = false;
   bool check_zipf = false;
 };
@@ -207,19 +205,10 @@ class Worker {
   }
 
  private:
-  // `--ahead`: asks for the record of access `i + depth` while access `i` runs (and, at the
-  // first access, for those of accesses 1 to depth - 1), depth being `--ahead-depth` (1).
+  // `--ahead`: asks for the record of access `i + 1` while access `i` runs.
   void request_next(const Txn& txn, int i) {
-    if (!options_.ahead) return;
-    const int depth = static_cast<int>(options_.ahead_depth);
-    if (i == 0) {
-      for (int j = 1; j < depth && j < options_.ops; ++j) request(txn.keys[j]);
-    }
-    if (i + depth < options_.ops) request(txn.keys[i + depth]);
-  }
-
-  void request(uint32_t key) {
-    const char* line = reinterpret_cast<const char*>(&table_[key]);
+    if (!options_.ahead || i + 1 >= options_.ops) return;
+    const char* line = reinterpret_cast<const char*>(&table_[txn.keys[i + 1]]);
     __builtin_prefetch(line);
     __builtin_prefetch(line + 64);
   }
@@ -517,7 +506,6 @@ Options parse(int argc, char** argv) {
     else if (flag == "--duration") o.duration_s = real(flag, v);
     else if (flag == "--warmup") o.warmup_s = real(flag, v);
     else if (flag == "--pool") o.pool = whole_u64(flag, v);
-    else if (flag == "--ahead-depth") o.ahead_depth = whole_u64(flag, v);
     else if (flag == "--seed") o.seed = whole_u64(flag, v);
     else usage(("unknown flag " + flag).c_str());
   }
@@ -530,7 +518,6 @@ Options parse(int argc, char** argv) {
   if (o.threads < 1 || o.threads > 64) usage("--threads must be in 1..=64");
   if (!(o.duration_s > 0 && o.duration_s <= 3600 && o.warmup_s >= 0 && o.warmup_s <= 3600)) usage("bad duration");
   if (o.pool < 1 || o.pool > (uint64_t{1} << 26)) usage("--pool must be in 1..=2^26");
-  if (o.ahead_depth < 1 || o.ahead_depth > 64) usage("--ahead-depth must be in 1..=64");
   return o;
 }
 
@@ -659,7 +646,7 @@ int main(int argc, char** argv) {
   std::printf(
       "protocol=%s threads=%d theta=%g prefetch=%d ahead=%d huge=%d commits_per_s=%.0f abort_rate=%.4f commits=%llu aborts=%llu "
       "commits_run=%llu setup_s=%.2f check=%s\n",
-      options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? static_cast<int>(options.ahead_depth) : 0,
+      options.protocol.c_str(), options.threads, options.theta, options.prefetch ? 1 : 0, options.ahead ? 1 : 0,
       options.huge ? 1 : 0, commits / measured_s,
       commits + aborts ? static_cast<double>(aborts) / static_cast<double>(commits + aborts) : 0.0,
       static_cast<unsigned long long>(commits), static_cast<unsigned long long>(aborts),
