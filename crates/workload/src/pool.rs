@@ -108,8 +108,9 @@ impl TxnPool {
     /// the worker's time (Silo, θ = 0, one thread, `perf record`). The first and the last key
     /// are asked for, which covers keys spanning two lines at most (a YCSB transaction's 16
     /// keys fill one 128-byte block of the allocator, on a line boundary); the middle lines of
-    /// longer ones are read in order after the first, which the stream prefetcher follows. Nothing past the end of the pool is requested (the pool wraps to its start,
-    /// which a run reaches once in hundreds of thousands of transactions).
+    /// longer ones are read in order after the first, which the stream prefetcher follows.
+    /// Nothing past the end of the pool is requested (the pool wraps to its start, which a run
+    /// reaches once in hundreds of thousands of transactions).
     #[inline]
     fn request_ahead(&self, at: usize) {
         if let Some(ahead) = self.txns.get(at + KEYS_AHEAD)
