@@ -293,7 +293,7 @@ impl<'t> TableView<'t> {
 /// two lines keep 16 misses in flight, about what one core tracks. One ahead left most of a
 /// transaction's misses to be waited for one after another: on 10M records (ycsb, 16 requests,
 /// one thread, 2026-12-02, interleaved rounds against the C++ loop, which asks one ahead) Silo
-/// went from 0.99 of the loop with one ahead to 1.09-1.20 with four, 1.12-1.25 with six and
+/// went from 0.99 of the loop with one ahead to 1.04-1.20 with four, 1.12-1.25 with six and
 /// 1.31-1.34 with eight (medians at θ = 0 and 0.99); no-wait 2PL ran 1.82 and 1.76 of its loop with eight
 /// and 1.51 and 1.92 with sixteen (all of a YCSB transaction's records at once).
 const RECORDS_AHEAD: usize = 8;
