@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use crossbeam::queue::SegQueue;
 use crossbeam::utils::CachePadded;
 use ordo_reorder::{RecentKeys, ThreadAssigner, TxnFootprint};
-use ordo_workload::Txn;
+use ordo_workload::{Txn, TxnPool};
 use parking_lot::Mutex;
 
 use crate::protocol::Spin;
@@ -95,17 +95,46 @@ pub(crate) trait ShareWorker {
     fn index(&self) -> usize;
     /// The run is stopping.
     fn stopping(&self) -> bool;
-    /// Draws the transaction at position `slot` of a new batch.
+    /// Draws the transaction at position `slot` of a new batch (without batching, `slot` is
+    /// this worker's index).
     fn generate(&mut self, slot: usize, txn: &mut Txn);
     /// The keys `txn` will read and write, for the assignment.
     fn footprint(&self, txn: &Txn, reads: &mut Vec<u64>, writes: &mut Vec<u64>);
     /// Microseconds into the run, by the run's clock.
     fn now_us(&self) -> u64;
-    /// Runs `txn` (which entered its batch `entered_us` into the run) to its end; `next` runs
-    /// after it.
-    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>);
+    /// Runs `txn` (which entered its batch, or started, `entered_us` into the run) to its end
+    /// and returns when that was, by the run's clock; `next` runs after it.
+    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>) -> u64;
     /// Records that this worker built a batch of `size` in `took`.
     fn built(&mut self, size: usize, took: Duration);
+}
+
+/// A worker's loop until the run stops: the batch front's when there is one. Without one, a
+/// transaction starts when the one before it ended, so one clock reading serves both, and the
+/// transaction after the running one is known (for prefetching): a pooled transaction runs
+/// where it lies in `pool`, and a drawn one is drawn one ahead.
+pub(crate) fn work<W: ShareWorker>(worker: &mut W, front: Option<&BatchFront>, pool: Option<TxnPool>) {
+    match (front, pool) {
+        (Some(front), _) => front.work(worker),
+        (None, Some(mut pool)) => {
+            let mut started = worker.now_us();
+            while !worker.stopping() {
+                let (txn, next) = pool.next_pair();
+                started = worker.run(txn, started, Some(next));
+            }
+        }
+        (None, None) => {
+            let (mut txn, mut next) = (Txn::default(), Txn::default());
+            let slot = worker.index();
+            worker.generate(slot, &mut next);
+            let mut started = worker.now_us();
+            while !worker.stopping() {
+                std::mem::swap(&mut txn, &mut next);
+                worker.generate(slot, &mut next);
+                started = worker.run(&txn, started, Some(&next));
+            }
+        }
+    }
 }
 
 /// A transaction waiting in a share, with the time it entered its batch (microseconds into
@@ -267,7 +296,9 @@ mod tests {
         fn now_us(&self) -> u64 {
             0
         }
-        fn run(&mut self, _txn: &Txn, _entered_us: u64, _next: Option<&Txn>) {}
+        fn run(&mut self, _txn: &Txn, entered_us: u64, _next: Option<&Txn>) -> u64 {
+            entered_us
+        }
         fn built(&mut self, _size: usize, _took: Duration) {}
     }
 

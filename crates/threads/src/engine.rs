@@ -29,7 +29,7 @@ use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, Requests, Step, Txn, TxnPool, Value, Workload, WorkloadRng, rng_from_seed};
 use rand::Rng;
 
-use crate::batch_front::{BatchFront, ShareWorker};
+use crate::batch_front::{self, BatchFront, ShareWorker};
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
 use crate::mvcc::{Isolation, Mvcc};
 use crate::protocol::{Abort, Protocol};
@@ -415,33 +415,10 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize, pool: Option<TxnPoo
         next_prefetched: false,
         pool,
     };
-    // Without batching, a transaction starts when the one before it ended: one clock reading
-    // serves both. The transaction after the running one is known, so prefetching can look one
-    // transaction ahead, as it does within a reorder share.
-    match (&shared.batch, state.pool.take()) {
-        (None, Some(mut pool)) => {
-            // A pooled transaction runs where it lies.
-            let mut started = shared.clock.now_us();
-            while !shared.stop.load(Ordering::Relaxed) {
-                let (txn, next) = pool.next_pair();
-                started = state.run_transaction(shared, txn, started, Some(next));
-            }
-        }
-        (None, None) => {
-            let (mut txn, mut next) = (Txn::default(), Txn::default());
-            state.next_txn(shared.workload, &mut next);
-            let mut started = shared.clock.now_us();
-            while !shared.stop.load(Ordering::Relaxed) {
-                std::mem::swap(&mut txn, &mut next);
-                state.next_txn(shared.workload, &mut next);
-                started = state.run_transaction(shared, &txn, started, Some(&next));
-            }
-        }
-        (Some(front), pool) => {
-            state.pool = pool;
-            front.work(&mut FlatWorker { shared, state: &mut state });
-        }
-    }
+    // The pool is the loop's when nothing batches (the batch front draws from it through
+    // `generate`).
+    let pool = if shared.batch.is_none() { state.pool.take() } else { None };
+    batch_front::work(&mut FlatWorker { shared, state: &mut state }, shared.batch.as_ref(), pool);
     let history = std::mem::take(P::history(&mut state.protocol_state));
     (state.recorder, history)
 }
@@ -473,8 +450,8 @@ impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
         self.shared.clock.now_us()
     }
 
-    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>) {
-        self.state.run_transaction(self.shared, txn, entered_us, next);
+    fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>) -> u64 {
+        self.state.run_transaction(self.shared, txn, entered_us, next)
     }
 
     fn built(&mut self, size: usize, took: Duration) {

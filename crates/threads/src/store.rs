@@ -21,7 +21,7 @@
 //! into a value: after an atomic access the compiler must assume any memory it cannot see
 //! into changed, so a loop that finds records through `&Table` reloads the shape on every
 //! turn. [`TableView::records_ahead`] walks a one-shot transaction's keys, asking for the
-//! records eight places ahead while the current one is used (walking the keys through a view:
+//! records sixteen places ahead while the current one is used (walking the keys through a view:
 //! callgrind, ycsb on 100K records, θ = 0, no_wait 3.69K → 3.20K instructions per transaction,
 //! Silo 4.30K → 3.99K, with the array copies below).
 
@@ -289,14 +289,14 @@ impl<'t> TableView<'t> {
     }
 }
 
-/// How many records ahead of the one it hands out [`RecordsAhead`] asks for: eight records of
-/// two lines keep 16 misses in flight, about what one core tracks. One ahead left most of a
-/// transaction's misses to be waited for one after another: on 10M records (ycsb, 16 requests,
-/// one thread, 2026-12-02, interleaved rounds against the C++ loop, which asks one ahead) Silo
-/// went from 0.99 of the loop with one ahead to 1.04-1.20 with four, 1.12-1.25 with six and
-/// 1.31-1.34 with eight (medians at θ = 0 and 0.99); no-wait 2PL ran 1.82 and 1.76 of its loop with eight
-/// and 1.51 and 1.92 with sixteen (all of a YCSB transaction's records at once).
-const RECORDS_AHEAD: usize = 8;
+/// How many records ahead of the one it hands out [`RecordsAhead`] asks for: sixteen, so a
+/// transaction of up to sixteen requests (YCSB's) has all its records asked for before it
+/// touches the first, as a tight loop that prefetches its whole footprint does. On 10M records
+/// (ycsb, 16 requests, 2026-12-03, 4 interleaved rounds of 16 cells: four protocols, θ = 0 and
+/// 0.99, one and two threads) sixteen ran 1.06-1.57x eight (medians per cell), and eight had
+/// run about 1.3x one ahead (Silo, one thread, 2026-12-02): the misses of two-line records
+/// overlap with each other and with the work done on the records already in.
+const RECORDS_AHEAD: usize = 16;
 
 /// The iterator of [`TableView::records_ahead`].
 #[derive(Debug)]
@@ -417,7 +417,7 @@ mod tests {
             let table = Table::load(&micro, payload_bytes, 7, 1);
             let view = table.view();
             // More keys than are asked for ahead, so the window slides past its end.
-            let keys = [4, 0, 5, 2, 19, 7, 11, 3, 16, 9, 1, 13];
+            let keys = [4, 0, 5, 2, 19, 7, 11, 3, 16, 9, 1, 13, 6, 18, 8, 10, 14, 12, 17, 15];
             assert!(keys.len() > RECORDS_AHEAD);
             let mut handed = Vec::new();
             for (key, record) in view.records_ahead(&keys) {

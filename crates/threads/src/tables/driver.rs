@@ -91,7 +91,7 @@ use super::serial::SerialTables;
 use super::silo::{EPOCH_MS_DEFAULT, SiloTables, TABLE_WORKERS_MAX};
 use super::tictoc::TicTocTables;
 use super::two_phase::TwoPhaseTables;
-use crate::batch_front::{Assignment, BatchFront, ShareWorker};
+use crate::batch_front::{self, Assignment, BatchFront, ShareWorker};
 use crate::config::ProtocolKind;
 
 /// Progress between two reports.
@@ -1218,30 +1218,10 @@ fn worker<P: TableProtocol>(
         pool,
         shared,
     };
-    // Without batching, a transaction starts when the one before it ended: one clock reading
-    // serves both.
-    match (&shared.batch, state.pool.take()) {
-        (None, Some(mut pool)) => {
-            // A pooled transaction runs where it lies.
-            let mut started = shared.clock.now_us();
-            while !shared.stop.load(Ordering::Relaxed) {
-                let (txn, _) = pool.next_pair();
-                started = state.run_transaction(txn, started);
-            }
-        }
-        (None, None) => {
-            let mut txn = Txn::default();
-            let mut started = shared.clock.now_us();
-            while !shared.stop.load(Ordering::Relaxed) {
-                state.next_txn(index, &mut txn);
-                started = state.run_transaction(&txn, started);
-            }
-        }
-        (Some(front), pool) => {
-            state.pool = pool;
-            front.work(&mut state);
-        }
-    }
+    // The pool is the loop's when nothing batches (the batch front draws from it through
+    // `generate`).
+    let pool = if shared.batch.is_none() { state.pool.take() } else { None };
+    batch_front::work(&mut state, shared.batch.as_ref(), pool);
     // The last commits are acknowledged once durable (unless the log stopped).
     state.wait_for_acknowledgments(0);
     shared.protocol.quiesce(&mut state.protocol_worker);
@@ -1276,8 +1256,8 @@ impl<P: TableProtocol> ShareWorker for WorkerState<'_, P> {
         self.shared.clock.now_us()
     }
 
-    fn run(&mut self, txn: &Txn, entered_us: u64, _next: Option<&Txn>) {
-        self.run_transaction(txn, entered_us);
+    fn run(&mut self, txn: &Txn, entered_us: u64, _next: Option<&Txn>) -> u64 {
+        self.run_transaction(txn, entered_us)
     }
 
     fn built(&mut self, size: usize, took: Duration) {
