@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering, fence};
 use ordo_workload::{Key, Requests};
 
 use crate::protocol::{Abort, Recording, Spin, WriteSet};
-use crate::store::Table;
+use crate::store::{self, RecordData, Records, Table, VisitRecords};
 
 /// The write-lock bit of every protocol word.
 pub const LOCK: u64 = 1 << 63;
@@ -57,8 +57,9 @@ pub fn optimistic_read<T>(word: &AtomicU64, mut copy: impl FnMut() -> T) -> (u64
 /// A one-shot transaction's accesses for an optimistic protocol (Silo, TicToc): each request
 /// that reads is read by [`optimistic_read`] into `reads` as `(key, word)`, with [`MINE`] when
 /// the request also writes; each request that writes is buffered without a look-up (the keys
-/// are distinct). The next request's record is asked for while this one's is read. What is
-/// left is the protocol's commit.
+/// are distinct). The records are asked for ahead of their reads ([`store::records_ahead`]),
+/// and the loop runs over records of a fixed shape where the table has one
+/// ([`store::TableView::visit`]). What is left is the protocol's commit.
 #[inline]
 pub fn optimistic_requests(
     table: &Table,
@@ -70,35 +71,40 @@ pub fn optimistic_requests(
 ) {
     // Without a history to record, a copy of the loop without the recording checks.
     if recording.enabled() {
-        optimistic_requests_recorded::<true>(table, requests, reads, writes, payload, recording);
+        table.view().visit(payload, OptimisticRequests::<true> { requests, reads, writes, recording });
     } else {
-        optimistic_requests_recorded::<false>(table, requests, reads, writes, payload, recording);
+        table.view().visit(payload, OptimisticRequests::<false> { requests, reads, writes, recording });
     }
 }
 
-/// [`optimistic_requests`], recording the reads when `RECORD`.
-#[inline]
-fn optimistic_requests_recorded<const RECORD: bool>(
-    table: &Table,
-    requests: Requests<'_>,
-    reads: &mut Vec<(Key, u64)>,
-    writes: &mut WriteSet,
-    payload: &mut [u64],
-    recording: &mut Recording,
-) {
-    for (i, (key, record)) in table.view().records_ahead(requests.keys).enumerate() {
-        let read = if requests.reads(i) {
-            let (word, (value, seq)) = optimistic_read(record.meta(), || record.read_data(payload));
-            reads.push((key, if requests.writes(i) { word | MINE } else { word }));
-            if RECORD {
-                recording.read(key, seq);
+/// The loop of [`optimistic_requests`], recording the reads when `RECORD`.
+struct OptimisticRequests<'a, 'r, const RECORD: bool> {
+    requests: Requests<'r>,
+    reads: &'a mut Vec<(Key, u64)>,
+    writes: &'a mut WriteSet,
+    recording: &'a mut Recording,
+}
+
+impl<'t, const RECORD: bool> VisitRecords<'t> for OptimisticRequests<'_, 't, RECORD> {
+    type Output = ();
+
+    #[inline]
+    fn visit<R: Records<'t>>(self, records: R, payload: &mut R::Payload) {
+        let OptimisticRequests { requests, reads, writes, recording } = self;
+        for (i, (key, record)) in store::records_ahead(records, requests.keys).enumerate() {
+            let read = if requests.reads(i) {
+                let (word, (value, seq)) = optimistic_read(record.meta(), || record.read_data(payload));
+                reads.push((key, if requests.writes(i) { word | MINE } else { word }));
+                if RECORD {
+                    recording.read(key, seq);
+                }
+                value
+            } else {
+                0
+            };
+            if requests.writes(i) {
+                writes.push_new(key, requests.written_value(i, read));
             }
-            value
-        } else {
-            0
-        };
-        if requests.writes(i) {
-            writes.push_new(key, requests.written_value(i, read));
         }
     }
 }

@@ -24,6 +24,11 @@
 //! records sixteen places ahead while the current one is used (walking the keys through a view:
 //! callgrind, ycsb on 100K records, θ = 0, no_wait 3.69K → 3.20K instructions per transaction,
 //! Silo 4.30K → 3.99K, with the array copies below).
+//!
+//! [`TableView::visit`] goes one step further for a loop over many records: when the records
+//! have one of the two common shapes (a payload that fills one or two lines exactly) it hands
+//! the loop a [`SizedView`], the words as arrays of the record's length, so the shape is checked
+//! once per loop rather than per record and finding a record is one bounds check on its key.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -276,17 +281,143 @@ impl<'t> TableView<'t> {
         &self.words[key as usize * self.stride + META]
     }
 
-    /// The records of `keys`, in order, each with its key. The first [`RECORDS_AHEAD`] are asked
-    /// for at once, and handing out one asks for the one that many places later, so the cache
-    /// misses of a transaction's records overlap with each other and with the work done on the
-    /// records already in.
+    /// The records of `keys`, in order, each with its key (see [`records_ahead`]).
     #[inline]
-    pub fn records_ahead(self, keys: &'t [Key]) -> RecordsAhead<'t> {
-        for &key in keys.iter().take(RECORDS_AHEAD) {
-            self.record(key).prefetch();
-        }
-        RecordsAhead { view: self, keys, at: 0 }
+    pub fn records_ahead(self, keys: &'t [Key]) -> RecordsAhead<'t, Self> {
+        records_ahead(self, keys)
     }
+
+    /// The records as arrays of `W` words with `P` payload words each, when that is their shape.
+    #[inline]
+    pub fn sized<const W: usize, const P: usize>(self) -> Option<SizedView<'t, W, P>> {
+        if self.stride == W && self.payload_words == P {
+            Some(SizedView { records: self.words.as_chunks::<W>().0 })
+        } else {
+            None
+        }
+    }
+
+    /// Runs `visitor` over this table's records and `payload` (the buffer a read copies into),
+    /// through a [`SizedView`] when the records have one of the common shapes (a payload that
+    /// fills one or two lines exactly) and `payload` its length, or else through this view.
+    /// The shape is then settled once for a whole loop instead of at every record: no record's
+    /// length or payload is checked again, and a record is one bounds check on its key.
+    #[inline]
+    pub fn visit<V: VisitRecords<'t>>(self, payload: &mut [u64], visitor: V) -> V::Output {
+        if let Some(sized) = self.sized::<TWO_LINES, TWO_LINE_PAYLOAD>()
+            && let Ok(payload) = <&mut [u64; TWO_LINE_PAYLOAD]>::try_from(&mut *payload)
+        {
+            return visitor.visit(sized, payload);
+        }
+        if let Some(sized) = self.sized::<LINE_WORDS, ONE_LINE_PAYLOAD>()
+            && let Ok(payload) = <&mut [u64; ONE_LINE_PAYLOAD]>::try_from(&mut *payload)
+        {
+            return visitor.visit(sized, payload);
+        }
+        visitor.visit(self, payload)
+    }
+}
+
+/// A loop over records that works on any [`Records`] (see [`TableView::visit`]).
+pub trait VisitRecords<'t> {
+    type Output;
+    fn visit<R: Records<'t>>(self, records: R, payload: &mut R::Payload) -> Self::Output;
+}
+
+/// How a loop reaches a table's records by key: a [`TableView`] for any shape, a [`SizedView`]
+/// for records whose length is known when compiling.
+pub trait Records<'t>: Copy {
+    /// The buffer a read copies a payload into.
+    type Payload: ?Sized + AsRef<[u64]>;
+    type Record: RecordData<'t, Payload = Self::Payload>;
+    fn record(self, key: Key) -> Self::Record;
+}
+
+/// What a loop does with one record.
+pub trait RecordData<'t>: Copy {
+    type Payload: ?Sized + AsRef<[u64]>;
+    /// The protocol's word.
+    fn meta(self) -> &'t AtomicU64;
+    /// Starts loading the record's lines into the cache.
+    fn prefetch(self);
+    /// Copies the value, sequence number and payload (as [`Record::read_data`]).
+    fn read_data(self, payload: &mut Self::Payload) -> (Value, u64);
+}
+
+impl<'t> Records<'t> for TableView<'t> {
+    type Payload = [u64];
+    type Record = Record<'t>;
+    #[inline]
+    fn record(self, key: Key) -> Record<'t> {
+        TableView::record(self, key)
+    }
+}
+
+impl<'t> RecordData<'t> for Record<'t> {
+    type Payload = [u64];
+    #[inline]
+    fn meta(self) -> &'t AtomicU64 {
+        Record::meta(self)
+    }
+    #[inline]
+    fn prefetch(self) {
+        Record::prefetch(self);
+    }
+    #[expect(clippy::inline_always, reason = "as `Record::read_data`")]
+    #[inline(always)]
+    fn read_data(self, payload: &mut [u64]) -> (Value, u64) {
+        Record::read_data(self, payload)
+    }
+}
+
+/// A table whose records are `W` words with `P` payload words each (see [`TableView::sized`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SizedView<'t, const W: usize, const P: usize> {
+    records: &'t [[AtomicU64; W]],
+}
+
+/// One record of a [`SizedView`].
+#[derive(Debug, Clone, Copy)]
+pub struct SizedRecord<'t, const W: usize, const P: usize> {
+    words: &'t [AtomicU64; W],
+}
+
+impl<'t, const W: usize, const P: usize> Records<'t> for SizedView<'t, W, P> {
+    type Payload = [u64; P];
+    type Record = SizedRecord<'t, W, P>;
+    #[inline]
+    fn record(self, key: Key) -> SizedRecord<'t, W, P> {
+        SizedRecord { words: &self.records[key as usize] }
+    }
+}
+
+impl<'t, const W: usize, const P: usize> RecordData<'t> for SizedRecord<'t, W, P> {
+    type Payload = [u64; P];
+    #[inline]
+    fn meta(self) -> &'t AtomicU64 {
+        &self.words[META]
+    }
+    #[inline]
+    fn prefetch(self) {
+        Record { words: self.words, payload_words: P }.prefetch();
+    }
+    #[expect(clippy::inline_always, reason = "as `Record::read_data`")]
+    #[inline(always)]
+    fn read_data(self, payload: &mut [u64; P]) -> (Value, u64) {
+        read_array(self.words, payload)
+    }
+}
+
+/// The records of `keys` in `records`, in order, each with its key. The first
+/// [`RECORDS_AHEAD`] are asked for at once, and handing out one asks for the one that many
+/// places later, so the cache misses of a transaction's records overlap with each other and
+/// with the work done on the records already in.
+#[inline]
+pub fn records_ahead<'t, R: Records<'t>>(records: R, keys: &'t [Key]) -> RecordsAhead<'t, R> {
+    for &key in keys.iter().take(RECORDS_AHEAD) {
+        records.record(key).prefetch();
+    }
+    RecordsAhead { records, keys, at: 0 }
 }
 
 /// How many records ahead of the one it hands out [`RecordsAhead`] asks for: sixteen, so a
@@ -298,25 +429,25 @@ impl<'t> TableView<'t> {
 /// overlap with each other and with the work done on the records already in.
 const RECORDS_AHEAD: usize = 16;
 
-/// The iterator of [`TableView::records_ahead`].
+/// The iterator of [`records_ahead`].
 #[derive(Debug)]
-pub struct RecordsAhead<'t> {
-    view: TableView<'t>,
+pub struct RecordsAhead<'t, R> {
+    records: R,
     keys: &'t [Key],
     at: usize,
 }
 
-impl<'t> Iterator for RecordsAhead<'t> {
-    type Item = (Key, Record<'t>);
+impl<'t, R: Records<'t>> Iterator for RecordsAhead<'t, R> {
+    type Item = (Key, R::Record);
 
     #[inline]
-    fn next(&mut self) -> Option<(Key, Record<'t>)> {
+    fn next(&mut self) -> Option<(Key, R::Record)> {
         let &key = self.keys.get(self.at)?;
         if let Some(&ahead) = self.keys.get(self.at + RECORDS_AHEAD) {
-            self.view.record(ahead).prefetch();
+            self.records.record(ahead).prefetch();
         }
         self.at += 1;
-        Some((key, self.view.record(key)))
+        Some((key, self.records.record(key)))
     }
 }
 
@@ -334,15 +465,20 @@ const ONE_LINE_PAYLOAD: usize = LINE_WORDS - PAYLOAD;
 #[inline(always)]
 fn read_exactly<const W: usize, const P: usize>(record: &[AtomicU64], payload: &mut [u64]) -> (Value, u64) {
     match (<&[AtomicU64; W]>::try_from(record), <&mut [u64; P]>::try_from(&mut *payload)) {
-        (Ok(record), Ok(payload)) => {
-            let (value, seq) = (record[VALUE].load(Relaxed) as Value, record[SEQ].load(Relaxed));
-            for (copy, word) in payload.iter_mut().zip(&record[PAYLOAD..PAYLOAD + P]) {
-                *copy = word.load(Relaxed);
-            }
-            (value, seq)
-        }
+        (Ok(record), Ok(payload)) => read_array(record, payload),
         _ => read_words(record, payload, P),
     }
+}
+
+/// [`read_exactly`] once the lengths are known: every index is a constant.
+#[expect(clippy::inline_always, reason = "inlined into `Record::read_data`, which is measured")]
+#[inline(always)]
+fn read_array<const W: usize, const P: usize>(record: &[AtomicU64; W], payload: &mut [u64; P]) -> (Value, u64) {
+    let (value, seq) = (record[VALUE].load(Relaxed) as Value, record[SEQ].load(Relaxed));
+    for (copy, word) in payload.iter_mut().zip(&record[PAYLOAD..PAYLOAD + P]) {
+        *copy = word.load(Relaxed);
+    }
+    (value, seq)
 }
 
 #[inline]
@@ -430,6 +566,52 @@ mod tests {
             }
             assert_eq!(handed, keys);
             assert_eq!(view.records_ahead(&[]).count(), 0);
+        }
+    }
+
+    /// Reads every key through whatever `visit` hands over, and says whether that was a
+    /// [`SizedView`].
+    struct ReadAll<'k> {
+        keys: &'k [Key],
+    }
+
+    impl<'t> VisitRecords<'t> for ReadAll<'t> {
+        type Output = (bool, Vec<(Value, u64, Vec<u64>)>);
+
+        fn visit<R: Records<'t>>(self, records: R, payload: &mut R::Payload) -> Self::Output {
+            let sized = std::any::type_name::<R>().contains("SizedView");
+            let read = records_ahead(records, self.keys)
+                .map(|(_, record)| {
+                    let (value, seq) = record.read_data(payload);
+                    (value, seq, payload.as_ref().to_vec())
+                })
+                .collect();
+            (sized, read)
+        }
+    }
+
+    /// `visit` hands a loop a sized view exactly for the two shapes that have one (a payload
+    /// filling one or two lines), and the loop reads what the table's own records hold.
+    #[test]
+    fn visit_reads_the_tables_records_through_a_sized_view_where_there_is_one() {
+        let micro = Micro::new(MicroConfig { keys: 20, theta: 0.0, reads: 1, writes: 1, shared: 0 }).unwrap();
+        for (payload_bytes, sized) in [(0, false), (40, true), (64, false), (100, true), (200, false)] {
+            let table = Table::load(&micro, payload_bytes, 7, 1);
+            let keys: Vec<Key> = (0..20).rev().collect();
+            for key in [3, 11, 19] {
+                table.record(key).install(key as Value * 10);
+            }
+            let mut payload = vec![0; table.payload_words()];
+            let (was_sized, read) = table.view().visit(&mut payload, ReadAll { keys: &keys });
+            assert_eq!(was_sized, sized, "{payload_bytes} bytes");
+            for (&key, (value, seq, copy)) in keys.iter().zip(read) {
+                let mut own = vec![0; table.payload_words()];
+                assert_eq!(table.record(key).read_data(&mut own), (value, seq), "{payload_bytes} bytes, key {key}");
+                assert_eq!(copy, own, "{payload_bytes} bytes, key {key}");
+            }
+            // A buffer of another length than the table's payload takes the general loop.
+            let mut longer = vec![0; table.payload_words() + 1];
+            assert!(!table.view().visit(&mut longer, ReadAll { keys: &keys }).0);
         }
     }
 }

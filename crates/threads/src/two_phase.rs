@@ -23,7 +23,7 @@ use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, REQUESTS_MAX, Requests, Value, Workload};
 
 use crate::protocol::{Abort, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
-use crate::store::{Table, TableView};
+use crate::store::{self, RecordData, Records, Table, TableView, VisitRecords};
 
 const WRITER: u64 = 1 << 63;
 const READER_SHIFT: u32 = 48;
@@ -208,20 +208,14 @@ impl TwoPhaseLocking {
         debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
         let mut values = [0; REQUESTS_MAX];
         let table = self.table.view();
-        let ts = worker.ts;
-        for (i, (key, record)) in table.records_ahead(requests.keys).enumerate() {
-            if let Err(abort) = self.lock(record.meta(), ts, requests.writes(i), false) {
-                Self::unlock_requests(table, &requests, i);
-                return Err(abort);
-            }
-            if requests.reads(i) {
-                let (value, seq) = record.read_data(&mut worker.payload);
-                if RECORD {
-                    worker.recording.read(key, seq);
-                }
-                values[i] = value;
-            }
-        }
+        let growing = Growing::<RECORD> {
+            protocol: self,
+            requests: &requests,
+            ts: worker.ts,
+            values: &mut values,
+            recording: &mut worker.recording,
+        };
+        table.visit(&mut worker.payload, growing)?;
         for i in requests.written() {
             let key = requests.keys[i];
             let seq = table.record(key).install(requests.written_value(i, values[i]));
@@ -243,6 +237,40 @@ impl TwoPhaseLocking {
             return None;
         }
         worker.locks.iter().position(|&(k, _)| k == key)
+    }
+}
+
+/// A one-shot transaction's growing phase: each request's lock in request order, then its
+/// read into `values`; a refused lock releases those taken. It runs over records of a fixed
+/// shape where the table has one ([`TableView::visit`]).
+struct Growing<'a, 'r, const RECORD: bool> {
+    protocol: &'a TwoPhaseLocking,
+    requests: &'a Requests<'r>,
+    ts: u64,
+    values: &'a mut [Value; REQUESTS_MAX],
+    recording: &'a mut Recording,
+}
+
+impl<'t, const RECORD: bool> VisitRecords<'t> for Growing<'_, 't, RECORD> {
+    type Output = Result<(), Abort>;
+
+    #[inline]
+    fn visit<R: Records<'t>>(self, records: R, payload: &mut R::Payload) -> Result<(), Abort> {
+        let Growing { protocol, requests, ts, values, recording } = self;
+        for (i, (key, record)) in store::records_ahead(records, requests.keys).enumerate() {
+            if let Err(abort) = protocol.lock(record.meta(), ts, requests.writes(i), false) {
+                TwoPhaseLocking::unlock_requests(protocol.table.view(), requests, i);
+                return Err(abort);
+            }
+            if requests.reads(i) {
+                let (value, seq) = record.read_data(payload);
+                if RECORD {
+                    recording.read(key, seq);
+                }
+                values[i] = value;
+            }
+        }
+        Ok(())
     }
 }
 
