@@ -107,23 +107,29 @@ pub(crate) trait ShareWorker {
     fn run(&mut self, txn: &Txn, entered_us: u64, next: Option<&Txn>) -> u64;
     /// Records that this worker built a batch of `size` in `took`.
     fn built(&mut self, size: usize, took: Duration);
+    /// Hands over this worker's pool of pregenerated transactions, if it has one (without
+    /// batching the loop replays it in place; the batch front draws from it through
+    /// `generate`).
+    fn take_pool(&mut self) -> Option<TxnPool>;
 }
 
 /// A worker's loop until the run stops: the batch front's when there is one. Without one, a
 /// transaction starts when the one before it ended, so one clock reading serves both, and the
 /// transaction after the running one is known (for prefetching): a pooled transaction runs
 /// where it lies in `pool`, and a drawn one is drawn one ahead.
-pub(crate) fn work<W: ShareWorker>(worker: &mut W, front: Option<&BatchFront>, pool: Option<TxnPool>) {
-    match (front, pool) {
-        (Some(front), _) => front.work(worker),
-        (None, Some(mut pool)) => {
+pub(crate) fn work<W: ShareWorker>(worker: &mut W, front: Option<&BatchFront>) {
+    if let Some(front) = front {
+        return front.work(worker);
+    }
+    match worker.take_pool() {
+        Some(mut pool) => {
             let mut started = worker.now_us();
             while !worker.stopping() {
                 let (txn, next) = pool.next_pair();
                 started = worker.run(txn, started, Some(next));
             }
         }
-        (None, None) => {
+        None => {
             let (mut txn, mut next) = (Txn::default(), Txn::default());
             let slot = worker.index();
             worker.generate(slot, &mut next);
@@ -300,6 +306,9 @@ mod tests {
             entered_us
         }
         fn built(&mut self, _size: usize, _took: Duration) {}
+        fn take_pool(&mut self) -> Option<TxnPool> {
+            None
+        }
     }
 
     /// Builds `batches` batches of 10 over two threads and returns the share of transactions

@@ -415,10 +415,7 @@ fn worker<P: Protocol>(shared: &Shared<'_, P>, index: usize, pool: Option<TxnPoo
         next_prefetched: false,
         pool,
     };
-    // The pool is the loop's when nothing batches (the batch front draws from it through
-    // `generate`).
-    let pool = if shared.batch.is_none() { state.pool.take() } else { None };
-    batch_front::work(&mut FlatWorker { shared, state: &mut state }, shared.batch.as_ref(), pool);
+    batch_front::work(&mut FlatWorker { shared, state: &mut state }, shared.batch.as_ref());
     let history = std::mem::take(P::history(&mut state.protocol_state));
     (state.recorder, history)
 }
@@ -457,6 +454,10 @@ impl<P: Protocol> ShareWorker for FlatWorker<'_, '_, P> {
     fn built(&mut self, size: usize, took: Duration) {
         let now = self.shared.clock.now_us();
         self.state.recorder.batch(now, size, 0, took.as_nanos() as u64);
+    }
+
+    fn take_pool(&mut self) -> Option<TxnPool> {
+        self.state.pool.take()
     }
 }
 

@@ -1218,10 +1218,7 @@ fn worker<P: TableProtocol>(
         pool,
         shared,
     };
-    // The pool is the loop's when nothing batches (the batch front draws from it through
-    // `generate`).
-    let pool = if shared.batch.is_none() { state.pool.take() } else { None };
-    batch_front::work(&mut state, shared.batch.as_ref(), pool);
+    batch_front::work(&mut state, shared.batch.as_ref());
     // The last commits are acknowledged once durable (unless the log stopped).
     state.wait_for_acknowledgments(0);
     shared.protocol.quiesce(&mut state.protocol_worker);
@@ -1263,6 +1260,10 @@ impl<P: TableProtocol> ShareWorker for WorkerState<'_, P> {
     fn built(&mut self, size: usize, took: Duration) {
         let now = self.shared.clock.now_us();
         self.recorder.batch(now, size, 0, took.as_nanos() as u64);
+    }
+
+    fn take_pool(&mut self) -> Option<TxnPool> {
+        self.pool.take()
     }
 }
 
