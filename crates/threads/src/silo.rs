@@ -33,7 +33,7 @@ use ordo_workload::{Key, Requests, Value, Workload};
 
 use crate::kit::{self, LOCK, MINE};
 use crate::protocol::{Abort, Protocol, Recording, WriteSet};
-use crate::store::Table;
+use crate::store::{RecordData, Records, Table, VisitRecords};
 
 /// How often the global epoch advances (Silo's 40 ms).
 pub const EPOCH_MS: u64 = 40;
@@ -171,47 +171,12 @@ impl Protocol for Silo {
         self.commit(worker)
     }
 
+    /// Steps 1-5 of the module's picture ([`Commit`]), over records of a fixed shape where the
+    /// table has one ([`crate::store::TableView::visit`]).
     fn commit(&self, worker: &mut SiloWorker) -> Result<(), Abort> {
-        let table = self.table.view();
-        // 1. Lock the write set in key order.
-        let mut max_tid = worker.last_tid;
-        kit::lock_sorted(
-            &mut worker.writes,
-            &mut worker.locked,
-            |key| table.meta(key),
-            |_, before| {
-                max_tid = max_tid.max(before & TID_MASK);
-                Ok(())
-            },
-        )?;
-        // Writes below must not become visible before the locks; the epoch read is the
-        // serialization point and must not move above the locking.
-        fence(Ordering::SeqCst);
-        let epoch = self.clock.epoch.load(Ordering::Acquire);
-        // 3. Validate the read set.
-        for &(key, tid) in &worker.reads {
-            let current = table.meta(key).load(Ordering::Acquire);
-            let locked_by_another = current & LOCK != 0 && tid & MINE == 0 && !worker.writes.contains(key);
-            if current & TID_MASK != tid & TID_MASK || locked_by_another {
-                self.unlock_prefix(worker);
-                return Err(Abort::CONFLICT);
-            }
-            max_tid = max_tid.max(tid & TID_MASK);
-        }
-        // 4. The commit TID.
-        let tid = (max_tid + 1).max(epoch << EPOCH_SHIFT);
-        debug_assert!(tid > worker.last_tid && tid & !TID_MASK == 0);
-        // 5. Install and unlock.
-        for &(key, value) in &worker.writes.entries {
-            let record = table.record(key);
-            let seq = record.install(value);
-            worker.recording.write(key, seq);
-            record.meta().store(tid | LATEST, Ordering::Release);
-        }
-        worker.locked = 0;
-        worker.last_tid = tid;
-        worker.recording.commit(None);
-        Ok(())
+        let SiloWorker { reads, writes, locked, last_tid, payload, recording } = worker;
+        let commit = Commit { epoch: &self.clock.epoch, reads, writes, locked, last_tid, recording };
+        self.table.view().visit(payload, commit)
     }
 
     fn abort(&self, worker: &mut SiloWorker) {
@@ -225,5 +190,59 @@ impl Protocol for Silo {
 
     fn committed_value(&self, key: Key) -> Value {
         self.table.value(key)
+    }
+}
+
+/// Silo's commit, steps 1-5 of the module's picture, over any [`Records`].
+struct Commit<'a> {
+    epoch: &'a AtomicU64,
+    reads: &'a [(Key, u64)],
+    writes: &'a mut WriteSet,
+    locked: &'a mut usize,
+    last_tid: &'a mut u64,
+    recording: &'a mut Recording,
+}
+
+impl<'t> VisitRecords<'t> for Commit<'_> {
+    type Output = Result<(), Abort>;
+
+    #[inline]
+    fn visit<R: Records<'t>>(self, records: R, _payload: &mut R::Payload) -> Result<(), Abort> {
+        let Commit { epoch, reads, writes, locked, last_tid, recording } = self;
+        let meta = move |key| records.record(key).meta();
+        // 1. Lock the write set in key order.
+        let mut max_tid = *last_tid;
+        kit::lock_sorted(writes, locked, meta, |_, before| {
+            max_tid = max_tid.max(before & TID_MASK);
+            Ok(())
+        })?;
+        // Writes below must not become visible before the locks; the epoch read is the
+        // serialization point and must not move above the locking.
+        fence(Ordering::SeqCst);
+        let epoch = epoch.load(Ordering::Acquire);
+        // 3. Validate the read set.
+        for &(key, tid) in reads {
+            let current = meta(key).load(Ordering::Acquire);
+            let locked_by_another = current & LOCK != 0 && tid & MINE == 0 && !writes.contains(key);
+            if current & TID_MASK != tid & TID_MASK || locked_by_another {
+                kit::unlock_prefix(writes, locked, meta);
+                return Err(Abort::CONFLICT);
+            }
+            max_tid = max_tid.max(tid & TID_MASK);
+        }
+        // 4. The commit TID.
+        let tid = (max_tid + 1).max(epoch << EPOCH_SHIFT);
+        debug_assert!(tid > *last_tid && tid & !TID_MASK == 0);
+        // 5. Install and unlock.
+        for &(key, value) in &writes.entries {
+            let record = records.record(key);
+            let seq = record.install(value);
+            recording.write(key, seq);
+            record.meta().store(tid | LATEST, Ordering::Release);
+        }
+        *locked = 0;
+        *last_tid = tid;
+        recording.commit(None);
+        Ok(())
     }
 }

@@ -336,6 +336,8 @@ pub trait RecordData<'t>: Copy {
     fn prefetch(self);
     /// Copies the value, sequence number and payload (as [`Record::read_data`]).
     fn read_data(self, payload: &mut Self::Payload) -> (Value, u64);
+    /// Installs `value` as the next version (as [`Record::install`]).
+    fn install(self, value: Value) -> u64;
 }
 
 impl<'t> Records<'t> for TableView<'t> {
@@ -361,6 +363,11 @@ impl<'t> RecordData<'t> for Record<'t> {
     #[inline(always)]
     fn read_data(self, payload: &mut [u64]) -> (Value, u64) {
         Record::read_data(self, payload)
+    }
+    #[expect(clippy::inline_always, reason = "as `Record::install`")]
+    #[inline(always)]
+    fn install(self, value: Value) -> u64 {
+        Record::install(self, value)
     }
 }
 
@@ -399,6 +406,11 @@ impl<'t, const W: usize, const P: usize> RecordData<'t> for SizedRecord<'t, W, P
     #[inline(always)]
     fn read_data(self, payload: &mut [u64; P]) -> (Value, u64) {
         read_array(self.words, payload)
+    }
+    #[expect(clippy::inline_always, reason = "as `Record::install`")]
+    #[inline(always)]
+    fn install(self, value: Value) -> u64 {
+        install_words(self.words, value)
     }
 }
 

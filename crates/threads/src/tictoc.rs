@@ -32,7 +32,7 @@ use ordo_workload::{Key, Requests, Value, Workload};
 
 use crate::kit::{self, LOCK, MINE};
 use crate::protocol::{Abort, Protocol, Recording, WriteSet};
-use crate::store::Table;
+use crate::store::{RecordData, Records, Table, VisitRecords};
 
 const DELTA_SHIFT: u32 = 48;
 const DELTA_MAX: u64 = (1 << 15) - 1;
@@ -136,59 +136,11 @@ impl Protocol for TicToc {
         self.commit(worker)
     }
 
+    /// Steps 1-4 of the module's picture ([`Commit`]), over records of a fixed shape where the
+    /// table has one ([`crate::store::TableView::visit`]).
     fn commit(&self, worker: &mut TicTocWorker) -> Result<(), Abort> {
-        let table = self.table.view();
-        let mut commit_ts = 0;
-        kit::lock_sorted(
-            &mut worker.writes,
-            &mut worker.locked,
-            |key| table.meta(key),
-            |_, before| {
-                commit_ts = commit_ts.max(rts(before) + 1);
-                Ok(())
-            },
-        )?;
-        fence(Ordering::SeqCst);
-        for &(_, word) in &worker.reads {
-            commit_ts = commit_ts.max(wts(word));
-        }
-        // Validate (and extend) the read set.
-        for &(key, observed) in &worker.reads {
-            if rts(observed) >= commit_ts {
-                continue;
-            }
-            let meta = table.meta(key);
-            let mine = observed & MINE != 0 || worker.writes.contains(key);
-            loop {
-                let current = meta.load(Ordering::Acquire);
-                if wts(current) != wts(observed) || (current & LOCK != 0 && !mine) {
-                    self.unlock_prefix(worker);
-                    return Err(Abort::CONFLICT);
-                }
-                if mine || rts(current) >= commit_ts {
-                    break;
-                }
-                let (mut new_wts, new_rts) = (wts(current), commit_ts);
-                if new_rts - new_wts > DELTA_MAX {
-                    new_wts = new_rts - DELTA_MAX;
-                }
-                if meta
-                    .compare_exchange_weak(current, pack(new_wts, new_rts), Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    break;
-                }
-            }
-        }
-        for &(key, value) in &worker.writes.entries {
-            let record = table.record(key);
-            let seq = record.install(value);
-            worker.recording.write(key, seq);
-            record.meta().store(pack(commit_ts, commit_ts), Ordering::Release);
-        }
-        worker.locked = 0;
-        worker.recording.commit(None);
-        Ok(())
+        let TicTocWorker { reads, writes, locked, payload, recording } = worker;
+        self.table.view().visit(payload, Commit { reads, writes, locked, recording })
     }
 
     fn abort(&self, worker: &mut TicTocWorker) {
@@ -202,5 +154,69 @@ impl Protocol for TicToc {
 
     fn committed_value(&self, key: Key) -> Value {
         self.table.value(key)
+    }
+}
+
+/// TicToc's commit, steps 1-4 of the module's picture, over any [`Records`].
+struct Commit<'a> {
+    reads: &'a [(Key, u64)],
+    writes: &'a mut WriteSet,
+    locked: &'a mut usize,
+    recording: &'a mut Recording,
+}
+
+impl<'t> VisitRecords<'t> for Commit<'_> {
+    type Output = Result<(), Abort>;
+
+    #[inline]
+    fn visit<R: Records<'t>>(self, records: R, _payload: &mut R::Payload) -> Result<(), Abort> {
+        let Commit { reads, writes, locked, recording } = self;
+        let meta = move |key| records.record(key).meta();
+        let mut commit_ts = 0;
+        kit::lock_sorted(writes, locked, meta, |_, before| {
+            commit_ts = commit_ts.max(rts(before) + 1);
+            Ok(())
+        })?;
+        fence(Ordering::SeqCst);
+        for &(_, word) in reads {
+            commit_ts = commit_ts.max(wts(word));
+        }
+        // Validate (and extend) the read set.
+        for &(key, observed) in reads {
+            if rts(observed) >= commit_ts {
+                continue;
+            }
+            let meta_word = meta(key);
+            let mine = observed & MINE != 0 || writes.contains(key);
+            loop {
+                let current = meta_word.load(Ordering::Acquire);
+                if wts(current) != wts(observed) || (current & LOCK != 0 && !mine) {
+                    kit::unlock_prefix(writes, locked, meta);
+                    return Err(Abort::CONFLICT);
+                }
+                if mine || rts(current) >= commit_ts {
+                    break;
+                }
+                let (mut new_wts, new_rts) = (wts(current), commit_ts);
+                if new_rts - new_wts > DELTA_MAX {
+                    new_wts = new_rts - DELTA_MAX;
+                }
+                if meta_word
+                    .compare_exchange_weak(current, pack(new_wts, new_rts), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+            }
+        }
+        for &(key, value) in &writes.entries {
+            let record = records.record(key);
+            let seq = record.install(value);
+            recording.write(key, seq);
+            record.meta().store(pack(commit_ts, commit_ts), Ordering::Release);
+        }
+        *locked = 0;
+        recording.commit(None);
+        Ok(())
     }
 }

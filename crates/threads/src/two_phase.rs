@@ -23,7 +23,7 @@ use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, REQUESTS_MAX, Requests, Value, Workload};
 
 use crate::protocol::{Abort, Protocol, Recording, Spin, TimestampBlock, TimestampClock, WriteSet};
-use crate::store::{self, RecordData, Records, Table, TableView, VisitRecords};
+use crate::store::{self, RecordData, Records, Table, VisitRecords};
 
 const WRITER: u64 = 1 << 63;
 const READER_SHIFT: u32 = 48;
@@ -185,9 +185,10 @@ impl TwoPhaseLocking {
     }
 
     /// Releases the locks of a one-shot transaction's first `taken` requests.
-    fn unlock_requests(table: TableView<'_>, requests: &Requests<'_>, taken: usize) {
+    #[inline]
+    fn unlock_requests<'t>(records: impl Records<'t>, requests: &Requests<'_>, taken: usize) {
         for (i, &key) in requests.keys[..taken].iter().enumerate() {
-            Self::unlock(table.meta(key), requests.writes(i));
+            Self::unlock(records.record(key).meta(), requests.writes(i));
         }
     }
 
@@ -206,28 +207,9 @@ impl TwoPhaseLocking {
     #[inline]
     fn one_shot<const RECORD: bool>(&self, worker: &mut TwoPhaseWorker, requests: Requests<'_>) -> Result<(), Abort> {
         debug_assert!(worker.locks.is_empty(), "a one-shot attempt starts without locks");
-        let mut values = [0; REQUESTS_MAX];
-        let table = self.table.view();
-        let growing = Growing::<RECORD> {
-            protocol: self,
-            requests: &requests,
-            ts: worker.ts,
-            values: &mut values,
-            recording: &mut worker.recording,
-        };
-        table.visit(&mut worker.payload, growing)?;
-        for i in requests.written() {
-            let key = requests.keys[i];
-            let seq = table.record(key).install(requests.written_value(i, values[i]));
-            if RECORD {
-                worker.recording.write(key, seq);
-            }
-        }
-        Self::unlock_requests(table, &requests, requests.keys.len());
-        if RECORD {
-            worker.recording.commit(None);
-        }
-        Ok(())
+        let one_shot =
+            OneShot::<RECORD> { protocol: self, requests: &requests, ts: worker.ts, recording: &mut worker.recording };
+        self.table.view().visit(&mut worker.payload, one_shot)
     }
 
     /// Where `key` is in `worker`'s lock list.
@@ -240,26 +222,26 @@ impl TwoPhaseLocking {
     }
 }
 
-/// A one-shot transaction's growing phase: each request's lock in request order, then its
-/// read into `values`; a refused lock releases those taken. It runs over records of a fixed
-/// shape where the table has one ([`TableView::visit`]).
-struct Growing<'a, 'r, const RECORD: bool> {
+/// A one-shot transaction: its growing phase (each request's lock in request order, then its
+/// read; a refused lock releases those taken), then its installs and the release of every
+/// lock. It runs over records of a fixed shape where the table has one ([`store::TableView::visit`]).
+struct OneShot<'a, 'r, const RECORD: bool> {
     protocol: &'a TwoPhaseLocking,
     requests: &'a Requests<'r>,
     ts: u64,
-    values: &'a mut [Value; REQUESTS_MAX],
     recording: &'a mut Recording,
 }
 
-impl<'t, const RECORD: bool> VisitRecords<'t> for Growing<'_, 't, RECORD> {
+impl<'t, const RECORD: bool> VisitRecords<'t> for OneShot<'_, 't, RECORD> {
     type Output = Result<(), Abort>;
 
     #[inline]
     fn visit<R: Records<'t>>(self, records: R, payload: &mut R::Payload) -> Result<(), Abort> {
-        let Growing { protocol, requests, ts, values, recording } = self;
+        let OneShot { protocol, requests, ts, recording } = self;
+        let mut values = [0; REQUESTS_MAX];
         for (i, (key, record)) in store::records_ahead(records, requests.keys).enumerate() {
             if let Err(abort) = protocol.lock(record.meta(), ts, requests.writes(i), false) {
-                TwoPhaseLocking::unlock_requests(protocol.table.view(), requests, i);
+                TwoPhaseLocking::unlock_requests(records, requests, i);
                 return Err(abort);
             }
             if requests.reads(i) {
@@ -269,6 +251,17 @@ impl<'t, const RECORD: bool> VisitRecords<'t> for Growing<'_, 't, RECORD> {
                 }
                 values[i] = value;
             }
+        }
+        for i in requests.written() {
+            let key = requests.keys[i];
+            let seq = records.record(key).install(requests.written_value(i, values[i]));
+            if RECORD {
+                recording.write(key, seq);
+            }
+        }
+        TwoPhaseLocking::unlock_requests(records, requests, requests.keys.len());
+        if RECORD {
+            recording.commit(None);
         }
         Ok(())
     }
