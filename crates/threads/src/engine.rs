@@ -27,7 +27,6 @@ use crossbeam::utils::CachePadded;
 use ordo_harness::{Recorder, RunClock, Window};
 use ordo_history::HistoryEntry;
 use ordo_workload::{Key, KeyFilter, Requests, Step, Txn, TxnPool, Value, Workload, WorkloadRng, rng_from_seed};
-use rand::Rng;
 
 use crate::batch_front::{self, BatchFront, ShareWorker};
 use crate::config::{ConfigError, EngineConfig, ProtocolKind};
@@ -65,8 +64,6 @@ pub struct RunReport {
 
 /// Progress between two reports.
 const PROGRESS_MS: u64 = 100;
-/// Backoff after the n-th abort spins up to `2^min(n + 4, BACKOFF_SHIFT_MAX)` times.
-const BACKOFF_SHIFT_MAX: u32 = 10;
 
 /// Runs `workload` on the engine `config` describes; `progress(elapsed_s, commits)` is called
 /// every 100 ms.
@@ -395,8 +392,7 @@ impl<P: Protocol> WorkerState<P> {
                     if shared.stop.load(Ordering::Relaxed) {
                         return now;
                     }
-                    let spins = self.rng.random_range(0..1u32 << (restarts + 4).min(BACKOFF_SHIFT_MAX));
-                    (0..spins).for_each(|_| std::hint::spin_loop());
+                    crate::protocol::back_off(restarts, &mut self.rng);
                 }
             }
         }

@@ -77,7 +77,6 @@ use ordo_workload::{
     WorkloadRng, rng_from_seed,
 };
 use parking_lot::Mutex;
-use rand::Rng;
 
 use super::database::{Database, Index, LoadError};
 use super::durable::{
@@ -96,8 +95,6 @@ use crate::config::ProtocolKind;
 
 /// Progress between two reports.
 const PROGRESS_MS: u64 = 100;
-/// Backoff after the n-th abort spins up to `2^min(n + 4, BACKOFF_SHIFT_MAX)` times.
-const BACKOFF_SHIFT_MAX: u32 = 10;
 /// Attempts of the read-only consistency check before giving up (the database is quiescent,
 /// so the first one commits unless something is wrong).
 const CHECK_ATTEMPTS_MAX: usize = 3;
@@ -1073,8 +1070,7 @@ impl<P: TableProtocol> WorkerState<'_, P> {
                 if shared.stop.load(Ordering::Relaxed) {
                     return false;
                 }
-                let spins = backoff_rng.random_range(0..1u32 << (restarts + 4).min(BACKOFF_SHIFT_MAX));
-                (0..spins).for_each(|_| std::hint::spin_loop());
+                crate::protocol::back_off(restarts, backoff_rng);
                 true
             },
         );
